@@ -1,0 +1,134 @@
+"""Units at the boundary: turn "80 GiB", "400 Gbit/s", "989 TFLOP/s", "8k", "70B" into plain numbers.
+
+Everything past the input models works in canonical plain numbers: bytes (int), bytes/s (float),
+FLOP/s (float), token and parameter counts (int). A plain number given by a caller is taken to be
+in those canonical units already, so "80 GiB" and 85899345920 are the same input.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from importlib import resources
+
+import pint
+
+from .errors import InputError
+
+__all__ = [
+    "UREG",
+    "to_bytes",
+    "to_bytes_per_second",
+    "to_flops_per_second",
+    "to_count",
+    "to_tokens",
+    "format_bytes",
+]
+
+UREG = pint.UnitRegistry(
+    str(resources.files("advisor") / "units_en.txt"),
+    autoconvert_offset_to_baseunit=False,
+    cache_folder=None,
+)
+
+_BYTES = UREG.Quantity(1, "byte")
+_BYTES_PER_S = UREG.Quantity(1, "byte / second")
+_FLOPS = UREG.Quantity(1, "flop / second")
+
+# Suffixes for counts. Parameters use decimal multipliers ("70B" = 70e9, as model cards do);
+# sequence lengths use binary ones ("8k" = 8192, "128k" = 131072, as context windows are quoted).
+_DECIMAL_SUFFIX = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12}
+_BINARY_SUFFIX = {"": 1, "k": 2**10, "K": 2**10, "M": 2**20}
+_COUNT_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]?)\s*$")
+
+
+def _quantity(value: object, field: str, reference: pint.Quantity, want: str) -> float:
+    """Magnitude of `value` in the units of `reference`; plain numbers are already canonical."""
+    if isinstance(value, bool):
+        raise InputError(field, value, want)
+    if isinstance(value, (int, float)):
+        magnitude = float(value)
+    elif isinstance(value, (str, pint.Quantity)):
+        try:
+            q = UREG.Quantity(value) if isinstance(value, str) else UREG.Quantity(value.magnitude, str(value.units))
+        except (pint.errors.PintError, ValueError, TypeError, AttributeError, SyntaxError) as exc:
+            raise InputError(field, value, want, hint=f"could not read it as a quantity ({type(exc).__name__})") from None
+        if isinstance(value, str) and _is_plain_number(value):
+            # "80" could mean GB, GiB or bytes: a string must say its unit. Plain numbers (not
+            # strings) are canonical units by contract.
+            raise InputError(field, value, want, hint="a string needs a unit; pass a plain number for canonical units")
+        else:
+            try:
+                magnitude = float(q.to(reference.units).magnitude)
+            except pint.errors.DimensionalityError:
+                raise InputError(field, value, want, hint=f"'{q.units:~}' is not a unit of this kind") from None
+    else:
+        raise InputError(field, value, want)
+    if not math.isfinite(magnitude) or magnitude <= 0:
+        raise InputError(field, value, want, hint="must be a finite number greater than zero")
+    return magnitude
+
+
+def _is_plain_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def to_bytes(value: object, field: str) -> int:
+    """Bytes as an int: "80 GiB", "80GB", a pint Quantity, or a plain number of bytes."""
+    return int(round(_quantity(value, field, _BYTES, 'an amount of memory such as "80 GiB" or "80GB"')))
+
+
+def to_bytes_per_second(value: object, field: str) -> float:
+    """Bandwidth in bytes/s: "400 Gbit/s", "50 GB/s", "900 GB/s", or a plain number of bytes/s."""
+    return _quantity(value, field, _BYTES_PER_S, 'a bandwidth such as "400 Gbit/s" or "50 GB/s"')
+
+
+def to_flops_per_second(value: object, field: str) -> float:
+    """Compute rate in FLOP/s: "989 TFLOP/s", "989 TFLOPS", or a plain number of FLOP/s."""
+    return _quantity(value, field, _FLOPS, 'a compute rate such as "989 TFLOP/s"')
+
+
+def _count(value: object, field: str, suffixes: dict[str, int], want: str) -> int:
+    if isinstance(value, bool):
+        raise InputError(field, value, want)
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, float):
+        if not math.isfinite(value) or value != int(value):
+            raise InputError(field, value, want, hint="must be a whole, finite number")
+        number = int(value)
+    elif isinstance(value, str):
+        m = _COUNT_RE.match(value)
+        if not m or m.group(2) not in suffixes:
+            raise InputError(field, value, want)
+        exact = float(m.group(1)) * suffixes[m.group(2)]
+        if not math.isfinite(exact) or abs(exact - round(exact)) > 1e-6 * max(1.0, exact):
+            raise InputError(field, value, want, hint="must come out as a whole number")
+        number = int(round(exact))
+    else:
+        raise InputError(field, value, want)
+    if number <= 0:
+        raise InputError(field, value, want, hint="must be greater than zero")
+    return number
+
+
+def to_count(value: object, field: str) -> int:
+    """A parameter count: 70000000000, "70B", "1.5e9", "46.7B", "175e9" (decimal suffixes k, M, B, T)."""
+    return _count(value, field, _DECIMAL_SUFFIX, 'a count such as "70B", "1.5e9" or 7000000000')
+
+
+def to_tokens(value: object, field: str) -> int:
+    """A sequence length in tokens: 8192, "8k" (= 8192), "128k" (= 131072), "1M" (= 1048576)."""
+    return _count(value, field, _BINARY_SUFFIX, 'a token count such as 4096, "8k" or "128k"')
+
+
+def format_bytes(n: float) -> str:
+    """Human form for reports: binary units, as nvidia-smi and the papers' GiB figures use."""
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n) >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n:.0f} B"

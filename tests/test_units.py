@@ -1,0 +1,70 @@
+import pint
+import pytest
+
+from advisor import GPU, Cluster, InputError, Training
+from advisor.units import UREG, to_bytes, to_bytes_per_second, to_count, to_flops_per_second, to_tokens
+
+
+def test_information_is_a_dimension_not_a_number():
+    # pint's default registry defines bit = [] so "80 GiB + 3" would succeed; ours must refuse.
+    with pytest.raises(pint.errors.DimensionalityError):
+        UREG.Quantity("80 GiB") + 3
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("80 GiB", 80 * 2**30), ("80GiB", 80 * 2**30), ("80GB", 80 * 10**9), ("80 GB", 80 * 10**9),
+    ("141 GB", 141 * 10**9), ("1.5 TiB", int(1.5 * 2**40)), (85899345920, 85899345920),
+])
+def test_memory(text, expected):
+    assert to_bytes(text, "memory") == expected
+
+
+def test_bandwidth_bits_and_bytes_agree():
+    assert to_bytes_per_second("400 Gbit/s", "bw") == to_bytes_per_second("50 GB/s", "bw") == 50e9
+    assert to_bytes_per_second("400 Gbps", "bw") == 50e9
+
+
+def test_compute_rate_spellings():
+    assert to_flops_per_second("989 TFLOP/s", "f") == to_flops_per_second("989 TFLOPS", "f") == 989e12
+
+
+@pytest.mark.parametrize("text, expected", [("8k", 8192), ("128k", 131072), ("4096", 4096), (2048, 2048), ("1M", 2**20)])
+def test_tokens(text, expected):
+    assert to_tokens(text, "seq_len") == expected
+
+
+@pytest.mark.parametrize("text, expected", [("70B", 70 * 10**9), ("1.5e9", 1_500_000_000), ("46.7B", 46_700_000_000),
+                                            (7_000_000_000, 7_000_000_000), ("175e9", 175 * 10**9)])
+def test_counts(text, expected):
+    assert to_count(text, "params") == expected
+
+
+@pytest.mark.parametrize("bad", ["80 GHz", "80", "80 s", "abc", "-80 GiB", "nan GiB", "inf GiB", True, None, [80]])
+def test_memory_rejects_wrong_units_and_values(bad):
+    with pytest.raises(InputError) as err:
+        to_bytes(bad, "GPU.memory")
+    assert "GPU.memory" in str(err.value) and "want" in str(err.value)
+
+
+def test_wrong_unit_names_the_field_through_the_model():
+    with pytest.raises(ValueError) as err:
+        GPU(memory="80 GHz", peak_flops="989 TFLOP/s", nvlink_bandwidth="900 GB/s")
+    assert "memory" in str(err.value) and "GHz" in str(err.value)
+
+
+def test_plain_bytes_too_small_for_a_gpu_is_refused_not_clamped():
+    with pytest.raises(ValueError, match="at least 1 GiB"):
+        GPU(memory=80, peak_flops="989 TFLOP/s", nvlink_bandwidth="900 GB/s")
+
+
+@pytest.mark.parametrize("bad", ["8.3k", "0", "-1", "8 kb", 0, 1.5, float("nan")])
+def test_tokens_reject(bad):
+    with pytest.raises(InputError):
+        to_tokens(bad, "seq_len")
+
+
+def test_unit_equivalent_inputs_build_equal_objects():
+    a = Cluster(gpu=GPU(memory="80 GiB", peak_flops="989 TFLOP/s", nvlink_bandwidth="900 GB/s"), gpus=16)
+    b = Cluster(gpu=GPU(memory=80 * 2**30, peak_flops=989e12, nvlink_bandwidth=900e9), gpus=16)
+    assert a == b
+    assert Training(seq_len="8k") == Training(seq_len=8192)
