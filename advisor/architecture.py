@@ -1,0 +1,129 @@
+"""Parameter counts from a transformer's shape: GQA, MLA, SwiGLU/GeLU, MoE, tied embeddings.
+
+Formulas are the plain sum of weight-matrix sizes as the Hugging Face / Megatron-LM
+implementations lay them out (cf. megatron/training/theoretical_memory_usage.py,
+`compute_weight_and_optimizer_memory`), so they reproduce published totals: e.g. Llama-3-70B
+70.55B, Llama-3.1-405B 405.85B, Mixtral 8x7B 46.70B, DeepSeek-V3 671B (+11.6B MTP weights;
+685B as its checkpoint stores them, see `checkpoint_total`), BLOOM 176,247,271,424 exactly.
+
+Works on any object with the `advisor.Model` fields (duck-typed, to keep imports one-way).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["ParameterCount", "count_parameters"]
+
+
+@dataclass(frozen=True)
+class ParameterCount:
+    """Parameters by part. `total` excludes multi-token-prediction modules (`mtp`), as model cards do."""
+
+    total: int
+    embedding: int          # input token (+ learned position) table
+    output: int             # LM head; 0 when tied to the embedding
+    attention: int          # one layer's attention block (projections, biases)
+    dense_mlp: int          # one dense layer's MLP
+    expert: int             # one routed expert's MLP (0 for dense models)
+    moe_mlp: int            # one MoE layer's MLP: router + routed + shared experts
+    norms: int              # one layer's norms
+    final_norm: int
+    dense_layer_count: int
+    moe_layer_count: int
+    active: int             # parameters one token touches (top-k experts only)
+    mtp: int                # multi-token-prediction modules' own weights, not in total
+
+    @property
+    def checkpoint_total(self) -> int:
+        """What a released checkpoint holds: total + MTP modules + the embedding/head copies each
+        MTP module stores although training shares them (DeepSeek-V3: 671B + 11.5B + 1.9B = 685B)."""
+        return self.total + self.mtp + self.mtp_shared
+
+    @property
+    def dense_layer(self) -> int:
+        return self.attention + self.dense_mlp + self.norms
+
+    @property
+    def moe_layer(self) -> int:
+        return self.attention + self.moe_mlp + self.norms
+
+    @property
+    def routed_experts(self) -> int:
+        """All routed-expert parameters of the model (what expert parallelism shards)."""
+        return self.expert * self._experts * self.moe_layer_count
+
+    @property
+    def largest_layer(self) -> int:
+        """The biggest single module DeepSpeed ZeRO-3 gathers at once (its estimator's 'largest layer')."""
+        return max(self.embedding, self.output, self.dense_layer if self.dense_layer_count else 0,
+                   self.moe_layer if self.moe_layer_count else 0)
+
+    _experts: int = 1
+    mtp_shared: int = 0     # embedding + output head each MTP module re-stores in the checkpoint
+
+
+def _attention(m) -> int:
+    h = m.hidden
+    if m.mla is not None:
+        a = m.mla
+        qk = a.qk_nope_head_dim + a.qk_rope_head_dim
+        if a.q_lora_rank:
+            q = h * a.q_lora_rank + a.q_lora_rank + a.q_lora_rank * m.heads * qk   # down, norm, up
+        else:
+            q = h * m.heads * qk
+        kv = h * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank \
+            + a.kv_lora_rank * m.heads * (a.qk_nope_head_dim + a.v_head_dim)
+        return q + kv + m.heads * a.v_head_dim * h
+    q_out, kv_out = m.heads * m.head_dim, m.kv_heads * m.head_dim
+    weights = h * q_out + 2 * h * kv_out + q_out * h
+    biases = 0
+    if m.bias:
+        biases = q_out + 2 * kv_out + h
+    elif m.qkv_bias:
+        biases = q_out + 2 * kv_out
+    return weights + biases
+
+
+def _mlp(m, inner: int) -> int:
+    h = m.hidden
+    if m.activation == "swiglu":                      # gate, up, down
+        return 3 * h * inner + ((2 * inner + h) if m.bias else 0)
+    return 2 * h * inner + ((inner + h) if m.bias else 0)   # up, down
+
+
+def count_parameters(m) -> ParameterCount:
+    h = m.hidden
+    norm = h if m.norm == "rmsnorm" else 2 * h
+    attention = _attention(m)
+    dense_mlp = _mlp(m, m.ffn_hidden)
+    if m.experts > 1:
+        expert = _mlp(m, m.moe_ffn_hidden)
+        moe_mlp = h * m.experts + m.experts * expert + m.shared_experts * expert
+        moe_layers = (m.layers - m.dense_layers + m.moe_layer_freq - 1) // m.moe_layer_freq
+        dense_layers = m.layers - moe_layers
+    else:
+        expert = moe_mlp = moe_layers = 0
+        dense_layers = m.layers
+    positions = (m.max_position or m.seq_len or 0) if m.position_embedding == "learned" else 0
+    embedding = m.vocab * h + positions * h
+    if getattr(m, "embedding_norm", False):          # BLOOM: LayerNorm on the word embeddings
+        embedding += norm
+    output = 0 if m.tied_embeddings else m.vocab * h
+    layer_norms = 2 * norm
+    body = dense_layers * (attention + dense_mlp + layer_norms) + moe_layers * (attention + moe_mlp + layer_norms)
+    total = embedding + output + body + norm
+    inactive = moe_layers * (m.experts - m.experts_per_token) * expert
+    # One DeepSeek-V3 MTP module: two norms, a 2h->h projection, one (MoE) layer, a final norm.
+    mtp_layer = (attention + (moe_mlp if moe_layers else dense_mlp) + layer_norms)
+    mtp = m.mtp_layers * (2 * norm + 2 * h * h + mtp_layer + norm)
+    # The released checkpoint stores each MTP module's embedding and output head again
+    # (DeepSeek-V3 README_WEIGHTS.md: "11.5B unique parameters, excluding the shared 0.9B
+    # Embedding and 0.9B output Head"); in training they are the main model's tensors.
+    mtp_shared = m.mtp_layers * (m.vocab * h + (0 if m.tied_embeddings else m.vocab * h))
+    return ParameterCount(
+        total=total, embedding=embedding, output=output, attention=attention, dense_mlp=dense_mlp,
+        expert=expert, moe_mlp=moe_mlp, norms=layer_norms, final_norm=norm,
+        dense_layer_count=dense_layers, moe_layer_count=moe_layers, active=total - inactive, mtp=mtp,
+        _experts=m.experts, mtp_shared=mtp_shared,
+    )

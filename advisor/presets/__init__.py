@@ -1,0 +1,86 @@
+"""Built-in GPU and model presets, read from the data files beside this module.
+
+`gpus.toml` and `models.toml` are the single source: each entry carries its own `source`. Keys a
+data file may hold besides the `GPU`/`Model` fields: `aliases` (other accepted names) and, for
+models, `published_params` (the total the model card or paper states, used by tests).
+"""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from ..errors import UnknownPresetError
+
+__all__ = ["gpu", "model", "gpu_names", "model_names", "gpu_entries", "model_entries", "published_params"]
+
+_META_KEYS = ("aliases", "published_params")
+
+
+@lru_cache(maxsize=None)
+def _table(kind: str) -> dict[str, dict[str, Any]]:
+    """name (lower-cased, aliases included) -> entry; entries keep their file order."""
+    text = (resources.files(__package__) / f"{kind}s.toml").read_text(encoding="utf-8")
+    by_name: dict[str, dict[str, Any]] = {}
+    for entry in tomllib.loads(text)[kind]:
+        for key in (entry["name"], *entry.get("aliases", ())):
+            if key.lower() in by_name:
+                raise ValueError(f"presets/{kind}s.toml: duplicate preset name {key!r}")
+            by_name[key.lower()] = entry
+    return by_name
+
+
+def _entries(kind: str) -> list[dict[str, Any]]:
+    seen, out = set(), []
+    for entry in _table(kind).values():
+        if id(entry) not in seen:
+            seen.add(id(entry))
+            out.append(entry)
+    return out
+
+
+def _lookup(kind: str, name: object, field: str) -> dict[str, Any]:
+    table = _table(kind)
+    entry = table.get(name.lower()) if isinstance(name, str) else None
+    if entry is None:
+        names = [e["name"] for e in _entries(kind)]
+        close = difflib.get_close_matches(str(name).lower(), list(table), n=3, cutoff=0.5)
+        suggestions = list(dict.fromkeys(table[c]["name"] for c in close))
+        hint = f"did you mean {', '.join(suggestions)}?" if suggestions else "run `advisor presets`"
+        raise UnknownPresetError(field, name, names, hint)
+    return {k: v for k, v in entry.items() if k not in _META_KEYS}
+
+
+def gpu(name: str, field: str = "gpu") -> dict[str, Any]:
+    """Keyword arguments for `GPU(...)` of a preset such as "H100-SXM-80GB" (case-insensitive)."""
+    return _lookup("gpu", name, field)
+
+
+def model(name: str, field: str = "model") -> dict[str, Any]:
+    """Keyword arguments for `Model(...)` of a preset such as "llama-3-70b" (case-insensitive)."""
+    return _lookup("model", name, field)
+
+
+def gpu_entries() -> list[dict[str, Any]]:
+    return _entries("gpu")
+
+
+def model_entries() -> list[dict[str, Any]]:
+    return _entries("model")
+
+
+def gpu_names() -> list[str]:
+    return [e["name"] for e in _entries("gpu")]
+
+
+def model_names() -> list[str]:
+    return [e["name"] for e in _entries("model")]
+
+
+def published_params(name: str) -> int | None:
+    """The parameter total the model's own source states, if the data file records it."""
+    entry = _table("model").get(name.lower())
+    return None if entry is None else entry.get("published_params")

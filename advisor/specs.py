@@ -1,0 +1,247 @@
+"""The inputs: GPU, Cluster, Model, Training (pydantic, frozen, unknown fields rejected).
+
+Quantities accept strings with units ("80 GiB", "400 Gbit/s", "989 TFLOP/s", "8k", "70B") or
+plain numbers in canonical units (bytes, bytes/s, FLOP/s, tokens, parameters); they are stored
+as those plain numbers, so "80 GiB" and 85899345920 build equal objects.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from . import presets
+from .errors import InputError
+from .units import to_bytes, to_bytes_per_second, to_count, to_flops_per_second, to_tokens
+
+__all__ = ["GPU", "Cluster", "MLA", "Model", "Training", "Precision"]
+
+Precision = Literal["bf16", "fp16", "fp8"]
+
+
+def _unit(convert, field: str):
+    return BeforeValidator(lambda v: convert(v, field))
+
+
+Bytes = Annotated[int, _unit(to_bytes, "memory")]
+ByteRate = Annotated[float, _unit(to_bytes_per_second, "bandwidth")]
+FlopRate = Annotated[float, _unit(to_flops_per_second, "peak_flops")]
+Tokens = Annotated[int, _unit(to_tokens, "seq_len")]
+Count = Annotated[int, _unit(to_count, "params")]
+
+# Bounds that keep every derived number inside int64 for the rule engine (durable_rules compares
+# ints >= 2**64 wrongly; research/durable-rules.md §4.3) and reject absurd inputs with a message.
+MAX_GPUS = 1 << 20
+MAX_DIM = 1 << 20
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class GPU(_Frozen):
+    """One accelerator model, with the system defaults of the server it usually ships in."""
+
+    name: str = "custom"
+    memory: Bytes
+    """Device memory (HBM), e.g. "80 GiB"."""
+    peak_flops: FlopRate
+    """Dense BF16/FP16 tensor-core peak, without sparsity, e.g. "989 TFLOP/s"."""
+    peak_flops_fp8: FlopRate | None = None
+    """Dense FP8 peak without sparsity; None when the part has no FP8 tensor cores."""
+    nvlink_bandwidth: ByteRate
+    """Total NVLink (or Infinity Fabric) bandwidth per GPU, both directions, as vendors quote it."""
+    gpus_per_node: int = Field(8, ge=1, le=1024)
+    """GPUs in one server (or compute tray)."""
+    nvlink_domain: int | None = Field(None, ge=1, le=MAX_GPUS)
+    """GPUs that share one NVLink/NVSwitch fabric; None means gpus_per_node (72 for NVL72 racks)."""
+    network_bandwidth: ByteRate = 50e9
+    """Inter-node (scale-out) bandwidth per GPU, one direction, e.g. "400 Gbit/s" for one NDR HCA per GPU."""
+    host_memory: Bytes = 2 * 2**40
+    """CPU memory per node, for offload decisions."""
+    source: str = "user-supplied"
+    """Where the numbers come from (vendor datasheet and date)."""
+
+    @model_validator(mode="after")
+    def _check(self) -> "GPU":
+        if self.memory < 2**30:
+            raise InputError("GPU.memory", self.memory, "at least 1 GiB", 'write the unit, e.g. "80 GiB"')
+        if self.peak_flops < 1e12:
+            raise InputError("GPU.peak_flops", self.peak_flops, "at least 1 TFLOP/s", 'write the unit, e.g. "989 TFLOP/s"')
+        return self
+
+
+def _gpu_from(value: Any) -> Any:
+    if isinstance(value, str):
+        return GPU(**presets.gpu(value, field="Cluster.gpu"))
+    return value
+
+
+class Cluster(_Frozen):
+    """A set of identical GPUs: `Cluster(gpu="H100-SXM-80GB", gpus=64)`.
+
+    Omitted node and network fields come from the GPU preset's server defaults.
+    """
+
+    gpu: Annotated[GPU, BeforeValidator(_gpu_from)]
+    """A GPU preset name (see `advisor presets`) or a `GPU(...)`."""
+    gpus: int = Field(ge=1, le=MAX_GPUS)
+    """Total number of GPUs (the world size)."""
+    gpus_per_node: int | None = Field(None, ge=1, le=1024)
+    nvlink_domain: int | None = Field(None, ge=1, le=MAX_GPUS)
+    """GPUs sharing one NVLink domain; defaults to the GPU preset's (gpus_per_node, or 72 for NVL72)."""
+    intra_node_bandwidth: ByteRate | None = None
+    """Per-GPU NVLink bandwidth (total, both directions); defaults to the GPU's."""
+    inter_node_bandwidth: ByteRate | None = None
+    """Per-GPU scale-out bandwidth, one direction; defaults to the GPU preset's."""
+    host_memory_per_node: Bytes | None = None
+
+    @model_validator(mode="after")
+    def _fill_defaults(self) -> "Cluster":
+        g = self.gpu
+        per_node = self.gpus_per_node or g.gpus_per_node
+        domain = self.nvlink_domain or g.nvlink_domain or per_node
+        object.__setattr__(self, "gpus_per_node", per_node)
+        object.__setattr__(self, "nvlink_domain", domain)
+        object.__setattr__(self, "intra_node_bandwidth", self.intra_node_bandwidth or g.nvlink_bandwidth)
+        object.__setattr__(self, "inter_node_bandwidth", self.inter_node_bandwidth or g.network_bandwidth)
+        object.__setattr__(self, "host_memory_per_node", self.host_memory_per_node or g.host_memory)
+        if self.gpus > per_node and self.gpus % per_node:
+            raise InputError(
+                "Cluster.gpus", self.gpus, f"a multiple of gpus_per_node ({per_node}) when it spans several nodes",
+                f"gpus({self.gpus}) % gpus_per_node({per_node}) = {self.gpus % per_node}",
+            )
+        if domain % per_node and per_node % domain:
+            raise InputError(
+                "Cluster.nvlink_domain", domain, f"a divisor or a multiple of gpus_per_node ({per_node})",
+            )
+        return self
+
+    @property
+    def nodes(self) -> int:
+        return max(1, -(-self.gpus // self.gpus_per_node))
+
+
+class MLA(_Frozen):
+    """Multi-head latent attention (DeepSeek-V2/V3) dimensions, as in the Hugging Face config."""
+
+    q_lora_rank: int | None = Field(None, ge=1, le=MAX_DIM)
+    kv_lora_rank: int = Field(ge=1, le=MAX_DIM)
+    qk_nope_head_dim: int = Field(ge=1, le=MAX_DIM)
+    qk_rope_head_dim: int = Field(ge=1, le=MAX_DIM)
+    v_head_dim: int = Field(ge=1, le=MAX_DIM)
+
+
+class Model(_Frozen):
+    """A decoder-only transformer: dense or mixture-of-experts, MHA / GQA / MLA attention.
+
+    `params` is the total parameter count. When omitted it is computed from the architecture;
+    when given it must agree with the architecture within 3 %.
+    """
+
+    name: str = "custom"
+    layers: int = Field(ge=1, le=100_000)
+    hidden: int = Field(ge=1, le=MAX_DIM)
+    heads: int = Field(ge=1, le=MAX_DIM)
+    kv_heads: int | None = Field(None, ge=1, le=MAX_DIM)
+    """Key/value heads (GQA query groups); None means heads (plain multi-head attention)."""
+    head_dim: int | None = Field(None, ge=1, le=MAX_DIM)
+    """Per-head size; None means hidden / heads (then heads must divide hidden)."""
+    ffn_hidden: int = Field(ge=1, le=MAX_DIM * 8)
+    """Dense MLP inner size (per expert for MoE models unless moe_ffn_hidden is set)."""
+    vocab: int = Field(ge=1, le=MAX_DIM * 8)
+    activation: Literal["swiglu", "gelu"] = "swiglu"
+    tied_embeddings: bool = False
+    position_embedding: Literal["rope", "learned", "alibi"] = "rope"
+    """"learned" adds a max_position × hidden table (GPT-2/3); RoPE and ALiBi add no parameters."""
+    norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
+    bias: bool = False
+    """Linear layers carry biases (GPT-2/3, BLOOM style)."""
+    qkv_bias: bool = False
+    """Only the QKV projection has a bias (Qwen2 style)."""
+    embedding_norm: bool = False
+    """A norm right after the token embedding (BLOOM's word_embeddings_layernorm)."""
+    experts: int = Field(1, ge=1, le=65_536)
+    """Routed experts per MoE layer; 1 means a dense model."""
+    experts_per_token: int = Field(1, ge=1, le=65_536)
+    """Routed experts each token visits (top-k)."""
+    shared_experts: int = Field(0, ge=0, le=1024)
+    moe_ffn_hidden: int | None = Field(None, ge=1, le=MAX_DIM * 8)
+    """Inner size of one expert; None means ffn_hidden."""
+    dense_layers: int = Field(0, ge=0, le=100_000)
+    """Leading layers that use the dense MLP in an MoE model (DeepSeek-V3: 3)."""
+    moe_layer_freq: int = Field(1, ge=1, le=1000)
+    """Every n-th layer after the dense ones is MoE (1 = all of them)."""
+    mla: MLA | None = None
+    mtp_layers: int = Field(0, ge=0, le=16)
+    """Multi-token-prediction modules (DeepSeek-V3: 1); counted in params_with_mtp, not params."""
+    seq_len: int | None = Field(None, ge=1, le=1 << 24)
+    """Context length the model was (pre)trained at; the default Training.seq_len."""
+    max_position: int | None = Field(None, ge=1, le=1 << 24)
+    """Longest position the model supports (max_position_embeddings)."""
+    params: Count | None = None
+    """Total parameters; computed from the architecture when omitted."""
+    source: str = "user-supplied"
+
+    @model_validator(mode="after")
+    def _check(self) -> "Model":
+        from .architecture import count_parameters  # local: architecture imports nothing from here
+
+        kv = self.kv_heads or self.heads
+        object.__setattr__(self, "kv_heads", kv)
+        if self.head_dim is None:
+            if self.hidden % self.heads:
+                raise InputError(
+                    "Model.hidden", self.hidden, f"a multiple of heads ({self.heads}) when head_dim is not given",
+                    f"hidden({self.hidden}) % heads({self.heads}) = {self.hidden % self.heads} (Megatron M7)",
+                )
+            object.__setattr__(self, "head_dim", self.hidden // self.heads)
+        if self.heads % kv:
+            raise InputError("Model.kv_heads", kv, f"a divisor of heads ({self.heads})",
+                             f"heads({self.heads}) % kv_heads({kv}) = {self.heads % kv}")
+        if self.experts_per_token > self.experts:
+            raise InputError("Model.experts_per_token", self.experts_per_token, f"at most experts ({self.experts})")
+        if self.experts == 1 and (self.shared_experts or self.dense_layers or self.moe_ffn_hidden):
+            raise InputError("Model.experts", self.experts, "more than 1 when MoE fields are set",
+                             "shared_experts, dense_layers and moe_ffn_hidden describe an MoE model")
+        if self.dense_layers >= self.layers and self.experts > 1:
+            raise InputError("Model.dense_layers", self.dense_layers, f"fewer than layers ({self.layers})")
+        if self.position_embedding == "learned" and not (self.max_position or self.seq_len):
+            raise InputError("Model.max_position", None, "a length when position_embedding is 'learned'",
+                             "the learned position table has max_position rows")
+        if self.moe_ffn_hidden is None and self.experts > 1:
+            object.__setattr__(self, "moe_ffn_hidden", self.ffn_hidden)
+        counted = count_parameters(self).total
+        if self.params is None:
+            object.__setattr__(self, "params", counted)
+        elif abs(self.params - counted) > 0.03 * counted:
+            raise InputError(
+                "Model.params", self.params, f"within 3% of the {counted:,} parameters the architecture implies",
+                "check layers, hidden, ffn_hidden, vocab, kv_heads and experts, or omit params",
+            )
+        return self
+
+    @classmethod
+    def preset(cls, name: str) -> "Model":
+        """A built-in model, e.g. `Model.preset("llama-3-70b")`; `advisor presets` lists them."""
+        return cls(**presets.model(name, field="Model.preset"))
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 1
+
+
+class Training(_Frozen):
+    """What one training step looks like. Omitted fields are resolved against the model."""
+
+    seq_len: Tokens | None = None
+    """Tokens per sequence: 4096, "8k", "128k". None: the model's pretraining context."""
+    global_batch_size: int | None = Field(None, ge=1, le=1 << 24)
+    """Sequences per optimizer step. None: about 4M tokens per step (Llama 2 paper, §2.2)."""
+    micro_batch_size: int | None = Field(None, ge=1, le=1 << 16)
+    """Sequences per GPU per forward pass; None lets the planner choose."""
+    precision: Precision = "bf16"
+    optimizer: Literal["adam", "adamw"] = "adam"
+    flash_attention: bool = True
+    """Attention kernels that never materialise the s×s score matrix (FlashAttention)."""

@@ -1,0 +1,119 @@
+"""The built-in GPU and model presets: they build, carry sources, and resolve by name and alias."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import advisor
+from advisor import presets
+
+GIB = 2**30
+YEAR = re.compile(r"\b(19|20)\d\d\b")
+
+# DESIGN.md section 2, plus the aliases the brief names.
+DESIGN_GPUS = ["V100-16GB", "V100-32GB", "A100-40GB", "A100-80GB", "H100-SXM-80GB", "H100", "H800", "H200",
+               "B200", "B300", "GB200", "GB300", "MI300X", "L40S"]
+GPU_ALIASES = {"A100": "A100-80GB", "A100-SXM-80GB": "A100-80GB", "H100": "H100-SXM-80GB",
+               "H100-SXM": "H100-SXM-80GB"}
+DESIGN_MODELS = ["llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b", "llama-3-70b", "llama-3.1-8b",
+                 "llama-3.1-70b", "llama-3.1-405b", "gpt-3-175b", "mixtral-8x7b", "mixtral-8x22b",
+                 "deepseek-v3", "qwen2.5-7b", "qwen2.5-72b", "falcon-40b", "falcon-180b", "bloom-176b"]
+
+
+@pytest.mark.parametrize("name", presets.gpu_names())
+def test_gpu_preset_builds_with_a_source(name):
+    gpu = advisor.GPU(**presets.gpu(name))
+    assert gpu.name == name
+    assert gpu.source.strip() and gpu.source != "user-supplied"
+    assert YEAR.search(gpu.source), "the source names the datasheet year"
+    assert gpu.peak_flops >= 1e14
+    assert gpu.memory >= 16 * GIB
+    assert gpu.nvlink_bandwidth > 0 and gpu.network_bandwidth > 0 and gpu.host_memory >= 256 * GIB
+    if gpu.peak_flops_fp8 is not None:              # dense FP8 is twice dense BF16 on every part listed
+        assert 1.9 <= gpu.peak_flops_fp8 / gpu.peak_flops <= 2.1
+
+
+@pytest.mark.parametrize("name", DESIGN_GPUS)
+def test_design_gpu_names_resolve_case_insensitively(name):
+    for spelling in (name, name.lower(), name.upper()):
+        assert advisor.GPU(**presets.gpu(spelling)).peak_flops >= 1e14
+    cluster = advisor.Cluster(gpu=name.lower(), gpus=8 if name not in ("GB200", "GB300") else 72)
+    assert cluster.gpu.memory >= 16 * GIB
+
+
+@pytest.mark.parametrize(("alias", "name"), sorted(GPU_ALIASES.items()))
+def test_gpu_aliases(alias, name):
+    assert presets.gpu(alias) == presets.gpu(name)
+    assert presets.gpu(alias.lower())["name"] == name
+
+
+def test_gpu_figures_that_planning_depends_on():
+    h100 = advisor.GPU(**presets.gpu("H100"))
+    assert (h100.memory, h100.peak_flops, h100.nvlink_bandwidth) == (80 * GIB, 989e12, 900e9)
+    assert h100.network_bandwidth == 400e9 / 8
+    assert advisor.GPU(**presets.gpu("A100-80GB")).memory == 81920 * 2**20     # nvidia-smi MiB
+    assert advisor.GPU(**presets.gpu("H800")).nvlink_bandwidth == 400e9
+    assert advisor.GPU(**presets.gpu("V100-16GB")).peak_flops_fp8 is None
+    l40s = advisor.GPU(**presets.gpu("L40S"))
+    assert l40s.nvlink_domain == 1 and l40s.nvlink_bandwidth == 64e9          # PCIe Gen4 x16, no NVLink
+    assert "PCIe" in l40s.source
+
+
+def test_nvl72_racks():
+    cluster = advisor.Cluster(gpu="GB200", gpus=72)
+    assert cluster.nvlink_domain == 72
+    assert cluster.gpus_per_node == 4 and cluster.nodes == 18
+    assert advisor.Cluster(gpu="GB300", gpus=144).nvlink_domain == 72
+
+
+def test_pcie_card_cluster_builds():
+    cluster = advisor.Cluster(gpu="L40S", gpus=16)
+    assert cluster.nvlink_domain == 1 and cluster.gpus_per_node == 8
+
+
+@pytest.mark.parametrize("name", presets.model_names())
+def test_model_preset_builds_with_a_source(name):
+    model = advisor.Model.preset(name)
+    assert model.name == name == name.lower()
+    assert model.source.strip() and model.source != "user-supplied"
+    assert model.params > 1e9
+    assert model.seq_len and model.max_position and model.seq_len <= model.max_position
+    assert advisor.Model.preset(name.upper()) == model
+
+
+def test_design_model_names_resolve():
+    for name in DESIGN_MODELS:
+        assert advisor.Model.preset(name).params > 5e9
+    assert {m.lower() for m in DESIGN_MODELS} <= set(presets.model_names())
+
+
+def test_unknown_gpu_lists_the_known_names():
+    with pytest.raises(advisor.UnknownPresetError) as info:
+        presets.gpu("H1000")
+    err = info.value
+    assert isinstance(err, ValueError)
+    assert err.known == presets.gpu_names()
+    for name in ("H100-SXM-80GB", "GB200", "MI300X"):
+        assert name in str(err)
+
+
+def test_unknown_model_lists_the_known_names():
+    with pytest.raises(advisor.UnknownPresetError) as info:
+        advisor.Model.preset("llama-9-1t")
+    assert info.value.known == presets.model_names()
+    assert "llama-3-70b" in str(info.value) and "deepseek-v3" in str(info.value)
+
+
+def test_unknown_gpu_in_a_cluster_is_a_value_error():
+    with pytest.raises(ValueError, match="H1000"):
+        advisor.Cluster(gpu="H1000", gpus=8)
+
+
+def test_preset_files_carry_no_unknown_keys():
+    gpu_fields, model_fields = set(advisor.GPU.model_fields), set(advisor.Model.model_fields)
+    for entry in presets.gpu_entries():
+        assert set(entry) - {"aliases"} <= gpu_fields, entry["name"]
+    for entry in presets.model_entries():
+        assert set(entry) - {"aliases", "published_params"} <= model_fields, entry["name"]
