@@ -1,0 +1,443 @@
+"""Pure-Python evaluator of compiled rules, and the fact normaliser both engines share.
+
+The lead's compiler turns rule files into `CompiledRule`s. Two engines run them:
+`advisor.engine.DurableEngine` (durable_rules, the mandated engine) and `PythonEngine` here
+(the fallback where durable cannot be imported, e.g. Python 3.13+; research §7.7). Both
+validate rulesets with the same `check_ruleset`, normalise facts with the same
+`normalize_fact`, and must return identical fired lists (tests/test_engine_differential.py).
+`explain` gives the per-leaf view for "why did this rule not fire" (research §7.4): durable
+has no hook for that, so it is always computed here.
+
+Nothing in this module imports durable; everything here is pure and thread-safe.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Protocol
+
+from .errors import EngineError
+
+__all__ = [
+    "CompiledRule",
+    "LeafResult",
+    "Engine",
+    "PythonEngine",
+    "evaluate",
+    "explain",
+    "normalize_fact",
+    "normalize_value",
+    "check_ruleset",
+    "check_fact",
+    "MAX_RULES_PER_RULESET",
+    "MAX_PRI",
+    "MAX_GROUPS_PER_RULE",
+    "MAX_FACT_PROPERTIES",
+    "RESERVED_GROUPS",
+]
+
+OPS = ("==", "!=", "<", "<=", ">", ">=", "in")
+_ORDER_OPS = frozenset({"<", "<=", ">", ">="})
+
+# Structural limits of durable_rules. They are enforced for BOTH engines, so whether a rule file
+# is valid never depends on which engine a machine happens to select.
+# durable's alpha network walks matching sibling tests with a fixed 64-entry stack; more than
+# 64 matching siblings under the shared `kind` test raise error 303 and nothing fires
+# (research §4.5). Every rule is one pattern under that test, so cap the rule count below 64.
+# The cap does not exclude 303 entirely: each branch of an `any` (and each value of an `in`
+# inside an `any`) is its own sibling, so wide `any`s can still overflow; the durable adapter
+# then raises EngineError naming error 303 (tests/test_engine.py::test_alpha_stack_overflow_surfaces).
+MAX_RULES_PER_RULESET = 60
+# durable stores `pri` in an unsigned short (rete.h `unsigned short priority`): 70000 silently
+# becomes 4464 and fires before pri 5000 (measured). 65535 is reserved for the engine's sink rule.
+MAX_PRI = 65_534
+# Each $and/$or group in a pattern appends 2 entries to a 32-entry expression sequence
+# (rete.h MAX_SEQUENCE_EXPRESSIONS); the 16th group fails registration with error 113
+# (measured). The durable translation spends one group on the kind guard, so a rule's
+# condition may use at most 14 (see `count_groups` for how groups are counted).
+MAX_GROUPS_PER_RULE = 14
+# durable rejects facts with more than ~253 properties, nested ones included (error 302,
+# research §4.3); §7.6 keeps a margin. kind/id/sid are added by the durable adapter.
+MAX_FACT_PROPERTIES = 200
+# The durable adapter adds these top-level keys to the fact (research §7.3).
+RESERVED_GROUPS = frozenset({"kind", "id", "sid"})
+
+_INT_LIMIT = 2**63  # durable compares ints as int64; >= 2**64 silently compares false (§4.3)
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class CompiledRule:
+    """One rule as produced by the rule compiler.
+
+    `pri` follows durable's convention: LOWER fires first; ties fire in definition order.
+    `condition` is a tree of `{"all": [...]}`, `{"any": [...]}` and leaves
+    `{"field": "<group>.<name>", "op": <op>, "value": <scalar or list for "in">}`.
+    """
+
+    id: str
+    pri: int
+    condition: dict
+
+
+@dataclass(frozen=True)
+class LeafResult:
+    """One leaf of a condition evaluated against a fact (the "why not" view).
+
+    `path` locates the leaf in the tree, e.g. "all[1].any[0]"; `have` is None when the fact
+    lacks the field (then `ok` is False).
+    """
+
+    field: str
+    op: str
+    want: Any
+    have: Any
+    ok: bool
+    path: str
+
+
+class Engine(Protocol):
+    """What `PythonEngine` and `advisor.engine.DurableEngine` both provide."""
+
+    name: str
+
+    def evaluate(self, ruleset: str, fact: Mapping[str, Any]) -> list[str]: ...
+
+
+# --------------------------------------------------------------------------------------------
+# Normalisation (research §7.6)
+# --------------------------------------------------------------------------------------------
+
+
+def normalize_value(value: Any, where: str = "value") -> Any:
+    """Normalise one scalar so both engines, and durable's JSON parser, see the same number.
+
+    * bool stays bool (checked before int: bool is an int subclass);
+    * int must satisfy |v| < 2**63: durable compares int64 and silently gets ints >= 2**64
+      wrong (research §4.3);
+    * float must be finite (NaN silently never matches, inf is error 202); an integral float
+      becomes an int (80.0 -> 80, 1e16 -> 10000000000000000), which also removes every float
+      whose repr is like "1e+16" (all floats >= 1e16 are integral);
+    * a non-integral float keeps its exact value even when its repr is "1e-09" (exponent
+      without a dot, which durable's parser rejects with error 204, §4.3): the durable adapter
+      serialises such floats as "1.0e-09", which durable parses exactly. Changing the value
+      instead would make `x < c` and `x == c` differ from what the user wrote.
+    * str stays str, but must be encodable as UTF-8 (no lone surrogates); None stays None
+      (JSON null; no rule may test it, see `check_fact`).
+
+    Raises EngineError naming `where` for anything else.
+    """
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")  # durable rejects lone surrogates ("Invalid argument")
+        except UnicodeEncodeError:
+            raise EngineError(f"{where}: string {value!r} is not valid Unicode text") from None
+        return str(value)
+    if isinstance(value, int):
+        if not -_INT_LIMIT < value < _INT_LIMIT:
+            raise EngineError(f"{where}: integer {value} is outside the int64 range durable compares correctly (|v| < 2**63)")
+        return int(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise EngineError(f"{where}: non-finite float {value!r} cannot be compared by the rule engine")
+        if value.is_integer():
+            return normalize_value(int(value), where)
+        return float(value)
+    raise EngineError(f"{where}: unsupported value type {type(value).__name__} ({value!r}); want int, float, bool, str or None")
+
+
+def normalize_fact(fact: Mapping[str, Any]) -> dict:
+    """Return a normalised deep copy of one fact document (research §7.6).
+
+    The fact is `{group: {name: value}}` (nesting depth exactly 2). Values go through
+    `normalize_value`; a value may also be a list of scalars. Group and field names must be
+    identifiers (durable resolves dotted paths, so a name containing "." would be ambiguous,
+    and "$"-names are durable syntax); groups "kind", "id" and "sid" are reserved for the
+    durable adapter. At most MAX_FACT_PROPERTIES properties (groups + fields) are allowed.
+    Both engines call this, so they always see identical facts.
+    """
+    if not isinstance(fact, Mapping):
+        raise EngineError(f"fact: want a mapping of groups, have {type(fact).__name__}")
+    out: dict = {}
+    count = 0
+    for group, fields in fact.items():
+        if not isinstance(group, str) or not _NAME.match(group):
+            raise EngineError(f"fact: group name {group!r} is not an identifier")
+        if group in RESERVED_GROUPS:
+            raise EngineError(f"fact: group name {group!r} is reserved for the rule engine")
+        if not isinstance(fields, Mapping):
+            raise EngineError(f"fact.{group}: want a mapping of fields, have {type(fields).__name__}")
+        grp: dict = {}
+        count += 1
+        for name, value in fields.items():
+            if not isinstance(name, str) or not _NAME.match(name):
+                raise EngineError(f"fact.{group}: field name {name!r} is not an identifier")
+            where = f"{group}.{name}"
+            if isinstance(value, (list, tuple)):
+                grp[name] = [normalize_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
+            else:
+                grp[name] = normalize_value(value, where)
+            count += 1
+        out[group] = grp
+    if count > MAX_FACT_PROPERTIES:
+        raise EngineError(f"fact: {count} properties; the rule engine accepts at most {MAX_FACT_PROPERTIES} (durable error 302)")
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Ruleset validation (shared by both engines)
+# --------------------------------------------------------------------------------------------
+
+
+def _kind(value: Any) -> str:
+    """Type class used for consistency checks: durable coerces across classes (True == 1 ==
+    "true", "16" == 16; research §4.3), so each field must be compared within one class."""
+    kind = _KINDS.get(type(value))
+    if kind is not None:
+        return kind
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "str"
+    return type(value).__name__
+
+
+_KINDS = {bool: "bool", int: "number", float: "number", str: "str"}
+
+
+def _check_node(node: Any, where: str, field_kinds: dict[str, str], depth: int = 0) -> dict:
+    """Validate one condition node; return a normalised deep copy. Records field type classes."""
+    if not isinstance(node, Mapping):
+        raise EngineError(f"{where}: condition node must be a mapping, have {node!r}")
+    if depth > 32:
+        raise EngineError(f"{where}: condition nested too deeply")
+    keys = set(node)
+    if keys in ({"all"}, {"any"}):
+        (key,) = keys
+        children = node[key]
+        if not isinstance(children, (list, tuple)) or not children:
+            raise EngineError(f"{where}: {key!r} needs a non-empty list, have {children!r}")
+        return {key: [_check_node(c, f"{where}.{key}[{i}]", field_kinds, depth + 1) for i, c in enumerate(children)]}
+    if keys != {"field", "op", "value"}:
+        raise EngineError(f"{where}: want {{'all': [...]}}, {{'any': [...]}} or a leaf with field/op/value, have keys {sorted(map(str, keys))}")
+    field, op, value = node["field"], node["op"], node["value"]
+    parts = field.split(".") if isinstance(field, str) else []
+    if len(parts) != 2 or not all(_NAME.match(p) for p in parts):
+        raise EngineError(f"{where}: field {field!r} must be '<group>.<name>' (identifiers)")
+    if parts[0] in RESERVED_GROUPS:
+        raise EngineError(f"{where}: field {field!r} uses a group name reserved for the rule engine")
+    if op not in OPS:
+        raise EngineError(f"{where}: operator {op!r} is not one of {list(OPS)}")
+    if op == "in":
+        if not isinstance(value, (list, tuple)) or not value:
+            raise EngineError(f"{where}: 'in' needs a non-empty list, have {value!r}")
+        values = [normalize_value(v, f"{where}.value[{i}]") for i, v in enumerate(value)]
+    else:
+        values = [normalize_value(value, f"{where}.value")]
+    for v in values:
+        k = _kind(v)
+        if k not in ("bool", "number", "str"):
+            raise EngineError(f"{where}: constant {v!r} must be int, float, bool or str")
+        if k == "bool" and op not in ("==", "!="):
+            raise EngineError(f"{where}: booleans may only be compared with == or !=, have {op!r}")
+        if k == "str" and op in _ORDER_OPS:
+            raise EngineError(f"{where}: strings may only be compared with ==, != or in, have {op!r}")
+        seen = field_kinds.setdefault(field, k)
+        if seen != k:
+            raise EngineError(f"{where}: field {field!r} is compared with both {seen} and {k} constants")
+    return {"field": field, "op": op, "value": values if op == "in" else values[0]}
+
+
+def count_groups(node: dict) -> int:
+    """How many $and/$or groups the durable translation of `node` emits (same flattening as
+    advisor.engine): nested same-kind groups merge, single-child groups unwrap, and an `in`
+    with two or more distinct values is one $or."""
+    # The rule's condition sits inside the kind guard's $and, so a root "all" merges into it.
+    return _count(node, "all")
+
+
+def _count(node: dict, parent: str | None) -> int:
+    for key in ("all", "any"):
+        if key in node:
+            kids = node[key]
+            if len(kids) == 1:
+                return _count(kids[0], parent)
+            own = 0 if key == parent else 1
+            return own + sum(_count(k, key) for k in kids)
+    if node["op"] == "in" and len(_dedupe(node["value"])) > 1:
+        return 0 if parent == "any" else 1
+    return 0
+
+
+def _dedupe(values: Iterable[Any]) -> list:
+    out: list = []
+    for v in values:
+        if not any(_kind(v) == _kind(o) and v == o for o in out):
+            out.append(v)
+    return out
+
+
+def check_ruleset(name: str, rules: Iterable[CompiledRule]) -> tuple[tuple[CompiledRule, ...], dict[str, str]]:
+    """Validate one compiled ruleset; return (rules with normalised private conditions, field kinds).
+
+    Checks: name and rule ids are non-empty strings, ids unique, 0 <= pri <= MAX_PRI, at most
+    MAX_RULES_PER_RULESET rules, well-formed conditions with type-consistent constants, and at
+    most MAX_GROUPS_PER_RULE and/or groups per rule. Raises EngineError naming the ruleset.
+    """
+    if not isinstance(name, str) or not re.match(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$", name):
+        raise EngineError(f"ruleset name {name!r} must match [A-Za-z0-9_][A-Za-z0-9_.-]*")
+    rules = list(rules)
+    if len(rules) > MAX_RULES_PER_RULESET:
+        raise EngineError(
+            f"ruleset {name!r} has {len(rules)} rules; at most {MAX_RULES_PER_RULESET} are allowed because "
+            f"durable_rules fails (error 303) when more than 64 sibling tests match one fact; split the ruleset"
+        )
+    out: list[CompiledRule] = []
+    seen_ids: set[str] = set()
+    kinds: dict[str, str] = {}
+    for i, rule in enumerate(rules):
+        if not isinstance(rule, CompiledRule):
+            raise EngineError(f"ruleset {name!r}: item {i} is not a CompiledRule: {rule!r}")
+        if not isinstance(rule.id, str) or not rule.id:
+            raise EngineError(f"ruleset {name!r}: item {i} has an empty or non-string id {rule.id!r}")
+        if rule.id in seen_ids:
+            raise EngineError(f"ruleset {name!r}: duplicate rule id", rule_id=rule.id)
+        seen_ids.add(rule.id)
+        if isinstance(rule.pri, bool) or not isinstance(rule.pri, int) or not 0 <= rule.pri <= MAX_PRI:
+            raise EngineError(f"ruleset {name!r}: pri {rule.pri!r} must be an int in 0..{MAX_PRI} (durable keeps pri in 16 bits)", rule_id=rule.id)
+        cond = _check_node(rule.condition, f"ruleset {name!r} rule {rule.id!r} condition", kinds)
+        groups = count_groups(cond)
+        if groups > MAX_GROUPS_PER_RULE:
+            raise EngineError(
+                f"ruleset {name!r}: condition uses {groups} all/any/in groups; durable allows at most {MAX_GROUPS_PER_RULE} (error 113)",
+                rule_id=rule.id,
+            )
+        out.append(CompiledRule(rule.id, rule.pri, cond))
+    return tuple(out), kinds
+
+
+def check_fact(fact: Mapping[str, Any], field_kinds: Mapping[str, str], ruleset: str = "") -> None:
+    """Every field a ruleset tests must be present in the (normalised) fact with the type class
+    its constants have: durable would coerce "16" == 16 or True == 1 silently (research §4.3),
+    and treat a missing field as "no match"."""
+    for field, want in field_kinds.items():
+        group, name = field.split(".")
+        grp = fact.get(group)
+        if not isinstance(grp, Mapping) or name not in grp:
+            raise EngineError(f"fact lacks field {field!r} used by ruleset {ruleset!r}")
+        have = grp[name]
+        if _kind(have) != want:
+            raise EngineError(f"fact field {field!r} is {_kind(have)} ({have!r}); ruleset {ruleset!r} compares it as {want}")
+
+
+# --------------------------------------------------------------------------------------------
+# Evaluation
+# --------------------------------------------------------------------------------------------
+
+_MISSING = object()
+
+
+def _lookup(fact: Mapping[str, Any], field: str) -> Any:
+    group, _, name = field.partition(".")
+    grp = fact.get(group)
+    if type(grp) is not dict and not isinstance(grp, Mapping):  # fast path for plain dicts
+        return _MISSING
+    return grp.get(name, _MISSING)
+
+
+def _leaf(op: str, have: Any, want: Any) -> bool:
+    # Equality is within one type class (True != 1 here, unlike durable; check_fact makes the
+    # difference unobservable for valid facts).
+    if op == "==":
+        return _kind(have) == _kind(want) and have == want
+    if op == "!=":
+        return not (_kind(have) == _kind(want) and have == want)
+    if op == "in":
+        return any(_kind(have) == _kind(w) and have == w for w in want)
+    if _kind(have) != "number" or _kind(want) != "number":
+        raise EngineError(f"cannot order {have!r} {op} {want!r}: both must be numbers")
+    if op == "<":
+        return have < want
+    if op == "<=":
+        return have <= want
+    if op == ">":
+        return have > want
+    return have >= want
+
+
+def evaluate(node: Mapping[str, Any], fact: Mapping[str, Any]) -> bool:
+    """Evaluate a condition tree against one fact. Raises EngineError if a field is missing."""
+    if "all" in node:
+        return all(evaluate(c, fact) for c in node["all"])
+    if "any" in node:
+        return any(evaluate(c, fact) for c in node["any"])
+    have = _lookup(fact, node["field"])
+    if have is _MISSING:
+        raise EngineError(f"fact lacks field {node['field']!r}")
+    return _leaf(node["op"], have, node["value"])
+
+
+def explain(node: Mapping[str, Any], fact: Mapping[str, Any]) -> list[LeafResult]:
+    """Evaluate every leaf (no short-circuit) and report field, op, want, have, ok, path.
+
+    A missing field gives have=None, ok=False instead of raising, so the view always renders.
+    """
+    out: list[LeafResult] = []
+    _explain(node, fact, "", out)
+    return out
+
+
+def _explain(node: Mapping[str, Any], fact: Mapping[str, Any], path: str, out: list[LeafResult]) -> None:
+    for key in ("all", "any"):
+        if key in node:
+            for i, child in enumerate(node[key]):
+                _explain(child, fact, f"{path}.{key}[{i}]" if path else f"{key}[{i}]", out)
+            return
+    have = _lookup(fact, node["field"])
+    want = node["value"]
+    if have is _MISSING:
+        out.append(LeafResult(node["field"], node["op"], want, None, False, path))
+        return
+    try:
+        ok = _leaf(node["op"], have, want)
+    except EngineError:
+        ok = False
+    out.append(LeafResult(node["field"], node["op"], want, have, ok, path))
+
+
+class PythonEngine:
+    """Evaluates compiled rulesets in pure Python, with durable's firing order.
+
+    Each evaluation asserts one fact, so each rule fires at most once; the fired list is in
+    ascending `pri`, ties in definition order (durable's agenda, research §2.2). Immutable after
+    construction, hence thread-safe.
+    """
+
+    name = "python"
+
+    def __init__(self, rulesets: Mapping[str, Iterable[CompiledRule]]):
+        #: the validated rulesets in definition order (conditions are private normalised copies)
+        self.rulesets: dict[str, tuple[CompiledRule, ...]] = {}
+        self._ordered: dict[str, tuple[CompiledRule, ...]] = {}
+        self._kinds: dict[str, dict[str, str]] = {}
+        for rs_name, rules in rulesets.items():
+            checked, kinds = check_ruleset(rs_name, rules)
+            self.rulesets[rs_name] = checked
+            # sorted() is stable: equal pri keeps definition order.
+            self._ordered[rs_name] = tuple(sorted(checked, key=lambda r: r.pri))
+            self._kinds[rs_name] = kinds
+
+    def evaluate(self, ruleset: str, fact: Mapping[str, Any]) -> list[str]:
+        """Return the ids of the rules of `ruleset` that fire for `fact`, in firing order."""
+        rules = self._ordered.get(ruleset)
+        if rules is None:
+            raise EngineError(f"unknown ruleset {ruleset!r}; known: {sorted(self._ordered)}")
+        norm = normalize_fact(fact)
+        check_fact(norm, self._kinds[ruleset], ruleset)
+        return [r.id for r in rules if evaluate(r.condition, norm)]
