@@ -1,0 +1,291 @@
+"""Fact builder: inputs -> one plain fact document the rules match on.
+
+Units stop here. Every value is a plain int, float, bool or str, grouped as `cluster.*`,
+`model.*`, `training.*` and `sizing.*`. Arithmetic the rules need (model-state bytes against one
+GPU / one node / the cluster, whether one layer fits, ...) is done here in Python, never in rule
+conditions (DESIGN §3). `CATALOGUE` names every fact with its type and meaning; the rule compiler
+rejects any field that is not in it, so a typo in a rule file fails at load time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .architecture import count_parameters
+from .specs import Cluster, Model, Training
+
+__all__ = ["FactSpec", "CATALOGUE", "LAYOUT_GROUPS", "build_facts", "build_layout_facts", "resolve_training",
+           "STATE_BYTES_PER_PARAM"]
+
+GIB = 2**30
+
+# Bytes per parameter of model states under mixed-precision Adam with no sharding: 2 (16-bit
+# weights) + 4 (fp32 main gradients) + 4 (fp32 master weights) + 8 (Adam m, v) = 18.
+# Sources: Megatron-LM megatron/training/theoretical_memory_usage.py (18 without the distributed
+# optimizer); DeepSpeed estimate_zero2_model_states_mem_needs (2 + 18/N at N = 1).
+# FP8 training keeps the same master/optimizer states (Transformer Engine keeps bf16/fp32 copies).
+STATE_BYTES_PER_PARAM = 18
+
+# Default tokens per global batch when the caller gives none: 4M tokens, as Llama 2 pretraining
+# (Touvron et al. 2023, §2.2 "global batch-size of 4M tokens") and close to GPT-3 175B's 3.2M.
+DEFAULT_BATCH_TOKENS = 4 * 2**20
+# Default sequence length for a model that states none: 4096 (Llama 2's pretraining context).
+DEFAULT_SEQ_LEN = 4096
+
+
+# Groups that exist only when a concrete layout is being judged (audit rule files, scope "layout").
+LAYOUT_GROUPS = frozenset({"layout", "check"})
+
+
+@dataclass(frozen=True)
+class FactSpec:
+    name: str            # "<group>.<field>"
+    type: type           # int, float, bool or str
+    doc: str
+
+    @property
+    def scope(self) -> str:
+        return "layout" if self.name.split(".")[0] in LAYOUT_GROUPS else "situation"
+
+
+def _specs(*rows: tuple[str, type, str]) -> dict[str, FactSpec]:
+    return {name: FactSpec(name, typ, doc) for name, typ, doc in rows}
+
+
+CATALOGUE: dict[str, FactSpec] = _specs(
+    ("cluster.gpus", int, "total GPUs (world size)"),
+    ("cluster.gpus_per_node", int, "GPUs per server"),
+    ("cluster.nodes", int, "servers, ceil(gpus / gpus_per_node)"),
+    ("cluster.nvlink_domain", int, "GPUs sharing one NVLink domain, capped at the world size"),
+    ("cluster.multi_node", bool, "the job spans more than one server"),
+    ("cluster.gpu_name", str, "GPU preset name or 'custom'"),
+    ("cluster.gpu_memory_gib", float, "memory of one GPU, GiB"),
+    ("cluster.node_memory_gib", float, "GPU memory of one server, GiB"),
+    ("cluster.cluster_memory_gib", float, "GPU memory of the whole cluster, GiB"),
+    ("cluster.host_memory_gib", float, "CPU memory of one server, GiB"),
+    ("cluster.inter_node_gbps", float, "scale-out bandwidth per GPU, Gbit/s, one direction"),
+    ("cluster.nvlink_gbps", float, "NVLink bandwidth per GPU, GB/s (vendor total)"),
+    ("model.name", str, "model preset name or 'custom'"),
+    ("model.params", int, "total parameters"),
+    ("model.params_b", float, "total parameters, billions"),
+    ("model.active_params_b", float, "parameters one token touches, billions (MoE top-k)"),
+    ("model.layers", int, "transformer layers"),
+    ("model.hidden", int, "hidden size"),
+    ("model.heads", int, "attention heads"),
+    ("model.kv_heads", int, "key/value heads (GQA groups)"),
+    ("model.vocab", int, "vocabulary size"),
+    ("model.is_moe", bool, "mixture-of-experts model"),
+    ("model.experts", int, "routed experts per MoE layer (1 for dense)"),
+    ("model.experts_per_token", int, "experts each token visits (top-k)"),
+    ("training.seq_len", int, "tokens per sequence"),
+    ("training.global_batch_size", int, "sequences per optimizer step"),
+    ("training.tokens_per_step", int, "seq_len * global_batch_size"),
+    ("training.precision", str, "bf16, fp16 or fp8"),
+    ("training.flash_attention", bool, "FlashAttention-style kernels available"),
+    ("sizing.states_gib", float, "model states (weights, grads, Adam) without sharding, GiB"),
+    ("sizing.states_gpu_ratio", float, "unsharded model states / one GPU's memory"),
+    ("sizing.states_node_ratio", float, "unsharded model states / one server's GPU memory"),
+    ("sizing.states_cluster_ratio", float, "unsharded model states / the cluster's GPU memory"),
+    ("sizing.states_fit_gpu", bool, "unsharded model states fit in one GPU"),
+    ("sizing.states_fit_node", bool, "model states fit in one server's GPU memory"),
+    ("sizing.layer_gib", float, "one transformer layer's model states, GiB (largest layer)"),
+    ("sizing.layer_fits_gpu", bool, "one layer's model states fit in one GPU"),
+    ("model.max_position", int, "longest supported position (max_position_embeddings); seq_len when unknown"),
+    # --- scope "layout": the layout under audit, and numbers derived from it -------------------
+    ("layout.framework", str, "megatron, deepspeed, megatron+deepspeed or torchtitan"),
+    ("layout.tp", int, "tensor-parallel degree"),
+    ("layout.pp", int, "pipeline-parallel degree"),
+    ("layout.dp", int, "data-parallel degree"),
+    ("layout.cp", int, "context-parallel degree"),
+    ("layout.ep", int, "expert-parallel degree"),
+    ("layout.etp", int, "expert tensor-parallel degree (tp when not set)"),
+    ("layout.vpp", int, "virtual pipeline stages per rank (1 = plain 1F1B)"),
+    ("layout.sp", bool, "Megatron sequence parallelism"),
+    ("layout.overlap_p2p_comm", bool, "Megatron --overlap-p2p-comm"),
+    ("layout.zero_stage", int, "ZeRO stage (1 under Megatron = distributed optimizer)"),
+    ("layout.micro_batch_size", int, "sequences per GPU per forward pass"),
+    ("layout.num_microbatches", int, "micro-batches per step per pipeline, as given or derived"),
+    ("layout.recompute", str, "none, selective or full"),
+    ("layout.offload", str, "none, optimizer or optimizer+params"),
+    ("layout.offload_device", str, "cpu or nvme"),
+    ("check.world", int, "tp * pp * cp * dp"),
+    ("check.world_matches", bool, "tp * pp * cp * dp == cluster.gpus"),
+    ("check.world_mod_mp", int, "cluster.gpus % (tp * pp * cp)"),
+    ("check.heads_mod_tp", int, "heads % tp"),
+    ("check.kv_heads_mod_tp", int, "kv_heads % tp"),
+    ("check.tp_mod_kv_heads", int, "tp % kv_heads"),
+    ("check.layers_mod_pp", int, "layers % pp"),
+    ("check.layers_per_stage", int, "layers // pp"),
+    ("check.layers_per_stage_mod_vpp", int, "(layers // pp) % vpp"),
+    ("check.batch_mod_mbs_dp", int, "global_batch_size % (micro_batch_size * dp)"),
+    ("check.batch_identity_holds", bool, "micro_batch_size * num_microbatches * dp == global_batch_size"),
+    ("check.microbatches", int, "global_batch_size // (micro_batch_size * dp), or the given count"),
+    ("check.microbatches_mod_pp", int, "microbatches % pp"),
+    ("check.microbatches_below_pp", bool, "microbatches < pp: stages idle for part of every step"),
+    ("check.seq_mod_2cp", int, "seq_len % (2 * cp)"),
+    ("check.seq_mod_tp_2cp", int, "seq_len % (tp * 2 * cp) (torchtitan)"),
+    ("check.experts_mod_ep", int, "experts % ep"),
+    ("check.world_mod_expert_grid", int, "cluster.gpus % (etp * ep * pp) (Megatron expert grid)"),
+    ("check.dp_cp_tp_mod_ep", int, "(dp * cp * tp) % ep (torchtitan: EP borrows FSDP and TP ranks)"),
+    ("check.tp_times_ep", int, "etp * ep, the ranks of one expert all-to-all group"),
+    ("check.bubble_percent", float, "pipeline bubble, 100 * (pp - 1) / (vpp * microbatches)"),
+    ("check.vocab_padded", int, "vocab padded to a multiple of 128 * tp (Megatron M22)"),
+    ("check.vocab_padding", int, "rows added by that padding"),
+    ("check.seq_exceeds_max_position", bool, "training.seq_len > model.max_position"),
+    ("check.tp_exceeds_nvlink_domain", bool, "tp > cluster.nvlink_domain"),
+    ("check.ep_tp_exceeds_nvlink_domain", bool, "etp * ep > cluster.nvlink_domain"),
+    ("check.memory_known", bool, "the cost model could estimate this layout"),
+    ("check.memory_fits", bool, "estimated per-GPU memory fits the GPU"),
+    ("check.memory_gib", float, "estimated per-GPU memory on the most-loaded rank, GiB"),
+    ("check.capacity_gib", float, "GPU memory, GiB"),
+    ("check.host_fits", bool, "offloaded states fit in host memory"),
+    ("check.zero_only_fits", bool, "a ZeRO-2/3 data-parallel layout without TP/PP/CP fits (no offload)"),
+)
+
+
+def resolve_training(model: Model, training: Training | None) -> tuple[Training, list[str]]:
+    """Fill seq_len and global_batch_size when omitted; returns the notes saying what was assumed."""
+    training = training or Training()
+    notes: list[str] = []
+    updates: dict[str, Any] = {}
+    if training.seq_len is None:
+        seq = model.seq_len or DEFAULT_SEQ_LEN
+        source = f"the pretraining context of {model.name}" if model.seq_len else "the default (Llama 2's context)"
+        updates["seq_len"] = seq
+        notes.append(f"training.seq_len not given: {seq} tokens, {source}")
+    seq = updates.get("seq_len", training.seq_len)
+    if training.global_batch_size is None:
+        gbs = max(1, round(DEFAULT_BATCH_TOKENS / seq))
+        updates["global_batch_size"] = gbs
+        notes.append(
+            f"training.global_batch_size not given: {gbs} sequences = 4M tokens / {seq} "
+            "(Llama 2 pretraining batch, Touvron et al. 2023 §2.2)"
+        )
+    return (training.model_copy(update=updates) if updates else training), notes
+
+
+def _round(x: float) -> float:
+    # Facts are compared by rules and shown in messages; 4 decimals is plenty and keeps the
+    # engine's JSON free of exponent-only floats (research/durable-rules.md §4.3).
+    return round(x, 4)
+
+
+def build_facts(cluster: Cluster, model: Model, training: Training) -> dict[str, dict[str, Any]]:
+    """The fact document for one (cluster, model, resolved training) situation."""
+    if training.seq_len is None or training.global_batch_size is None:
+        raise ValueError("build_facts needs a resolved Training (see resolve_training)")
+    counts = count_parameters(model)
+    gpu = cluster.gpu
+    gpu_bytes = gpu.memory
+    node_gpus = min(cluster.gpus, cluster.gpus_per_node)
+    states = model.params * STATE_BYTES_PER_PARAM
+    layer_states = counts.largest_layer * STATE_BYTES_PER_PARAM
+    return {
+        "cluster": {
+            "gpus": cluster.gpus,
+            "gpus_per_node": cluster.gpus_per_node,
+            "nodes": cluster.nodes,
+            "nvlink_domain": min(cluster.nvlink_domain, cluster.gpus),
+            "multi_node": cluster.gpus > cluster.gpus_per_node,
+            "gpu_name": gpu.name,
+            "gpu_memory_gib": _round(gpu_bytes / GIB),
+            "node_memory_gib": _round(node_gpus * gpu_bytes / GIB),
+            "cluster_memory_gib": _round(cluster.gpus * gpu_bytes / GIB),
+            "host_memory_gib": _round(cluster.host_memory_per_node / GIB),
+            "inter_node_gbps": _round(cluster.inter_node_bandwidth * 8 / 1e9),
+            "nvlink_gbps": _round(cluster.intra_node_bandwidth / 1e9),
+        },
+        "model": {
+            "name": model.name,
+            "params": model.params,
+            "params_b": _round(model.params / 1e9),
+            "active_params_b": _round(counts.active / 1e9),
+            "layers": model.layers,
+            "hidden": model.hidden,
+            "heads": model.heads,
+            "kv_heads": model.kv_heads,
+            "vocab": model.vocab,
+            "is_moe": model.is_moe,
+            "experts": model.experts,
+            "experts_per_token": model.experts_per_token,
+            "max_position": model.max_position or training.seq_len,
+        },
+        "training": {
+            "seq_len": training.seq_len,
+            "global_batch_size": training.global_batch_size,
+            "tokens_per_step": training.seq_len * training.global_batch_size,
+            "precision": training.precision,
+            "flash_attention": training.flash_attention,
+        },
+        "sizing": {
+            "states_gib": _round(states / GIB),
+            "states_gpu_ratio": _round(states / gpu_bytes),
+            "states_node_ratio": _round(states / (node_gpus * gpu_bytes)),
+            "states_cluster_ratio": _round(states / (cluster.gpus * gpu_bytes)),
+            "states_fit_gpu": states <= gpu_bytes,
+            "states_fit_node": states <= node_gpus * gpu_bytes,
+            "layer_gib": _round(layer_states / GIB),
+            "layer_fits_gpu": layer_states <= gpu_bytes,
+        },
+    }
+
+
+def build_layout_facts(cluster: Cluster, model: Model, training: Training, layout, memory=None,
+                       zero_only_fits: bool = False) -> dict[str, dict[str, Any]]:
+    """Situation facts plus the `layout.*` and `check.*` groups for one layout under audit.
+
+    `layout.dp` must be set. Every quotient guards its divisor, so an illegal layout still yields
+    facts (and every finding at once) instead of an exception. `memory` is the cost model's
+    MemoryEstimate, or None when it could not be computed.
+    """
+    facts = build_facts(cluster, model, training)
+    L = layout
+    tp, pp, cp, dp, ep, vpp = L.tp, L.pp, L.cp, L.dp, L.ep, L.vpp
+    etp = L.etp or tp
+    gbs, seq, mbs = training.global_batch_size, training.seq_len, L.micro_batch_size
+    derived_m = gbs // (mbs * dp) if gbs >= mbs * dp else 0
+    m = L.num_microbatches or derived_m
+    facts["layout"] = {
+        "framework": L.framework, "tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "etp": etp, "vpp": vpp,
+        "sp": L.sp, "overlap_p2p_comm": L.overlap_p2p_comm, "zero_stage": L.zero_stage,
+        "micro_batch_size": mbs, "num_microbatches": m, "recompute": L.recompute,
+        "offload": L.offload, "offload_device": L.offload_device,
+    }
+    per_stage = model.layers // pp
+    pad = 128 * tp
+    facts["check"] = {
+        "world": tp * pp * cp * dp,
+        "world_matches": tp * pp * cp * dp == cluster.gpus,
+        "world_mod_mp": cluster.gpus % (tp * pp * cp),
+        "heads_mod_tp": model.heads % tp,
+        "kv_heads_mod_tp": model.kv_heads % tp,
+        "tp_mod_kv_heads": tp % model.kv_heads,
+        "layers_mod_pp": model.layers % pp,
+        "layers_per_stage": per_stage,
+        "layers_per_stage_mod_vpp": per_stage % vpp,
+        "batch_mod_mbs_dp": gbs % (mbs * dp),
+        "batch_identity_holds": mbs * m * dp == gbs,
+        "microbatches": m,
+        "microbatches_mod_pp": m % pp,
+        "microbatches_below_pp": m < pp,
+        "seq_mod_2cp": seq % (2 * cp),
+        "seq_mod_tp_2cp": seq % (tp * 2 * cp),
+        "experts_mod_ep": model.experts % ep,
+        "world_mod_expert_grid": cluster.gpus % (etp * ep * pp),
+        "dp_cp_tp_mod_ep": (dp * cp * tp) % ep,
+        "tp_times_ep": etp * ep,
+        "bubble_percent": _round(100 * (pp - 1) / (vpp * m)) if m else 100.0,
+        "vocab_padded": -(-model.vocab // pad) * pad,
+        "vocab_padding": -(-model.vocab // pad) * pad - model.vocab,
+        "seq_exceeds_max_position": seq > facts["model"]["max_position"],
+        "tp_exceeds_nvlink_domain": tp > cluster.nvlink_domain,
+        "ep_tp_exceeds_nvlink_domain": etp * ep > cluster.nvlink_domain,
+        "memory_known": memory is not None,
+        "memory_fits": bool(memory.fits) if memory is not None else True,
+        "memory_gib": _round(memory.total / GIB) if memory is not None else 0.0,
+        "capacity_gib": _round(cluster.gpu.memory / GIB),
+        "host_fits": bool(memory.host_fits) if memory is not None else True,
+        "zero_only_fits": zero_only_fits,
+    }
+    return facts
