@@ -1,0 +1,128 @@
+"""The cost model: per-GPU memory, communication, pipeline bubble, step time and MFU of a layout.
+
+    from advisor.estimate import estimate, memory_only, Estimate, Assumptions
+    est = estimate(cluster, model, layout, training)            # Estimate
+    mem = memory_only(cluster, model, layout, training)         # MemoryEstimate, cheaper
+
+Pure arithmetic on the plain numbers of the input models; every tunable number is a field of
+`Assumptions` (echoed back in `Estimate.assumptions`). Sources are cited in memory.py, comm.py and
+time.py; calibration against measured Megatron-LM runs is in benchmarks/calibrate_korthikanti.py.
+"""
+
+from __future__ import annotations
+
+from .assumptions import Assumptions
+from .comm import collective, local_members
+from .context import Ctx, resolve
+from .memory import (
+    candidate_stages,
+    memory_terms,
+    model_state_bytes_per_param,
+    moe_mlp_activations,
+    per_layer_activations,
+)
+from .result import CommDimension, CommEstimate, Estimate, MemoryEstimate
+from .time import executed_flops_per_step, model_flops_per_step, time_terms
+
+__all__ = [
+    "estimate",
+    "memory_only",
+    "Estimate",
+    "MemoryEstimate",
+    "CommEstimate",
+    "CommDimension",
+    "Assumptions",
+    "model_state_bytes_per_param",
+    "per_layer_activations",
+    "moe_mlp_activations",
+]
+
+_DEFAULT = Assumptions()
+_setattr = object.__setattr__
+
+
+def _make(cls, values: dict):
+    """Build a frozen result model from already-computed plain values without re-validating them.
+
+    Equivalent to `cls.model_construct(**values)` (pydantic 2: the instance state is `__dict__`,
+    `__pydantic_fields_set__`, `__pydantic_extra__`, `__pydantic_private__`), but ~5x cheaper; the
+    planner calls `estimate` thousands of times. tests/test_estimate_comm_time.py checks the result
+    round-trips through `model_validate`.
+    """
+    obj = cls.__new__(cls)
+    _setattr(obj, "__dict__", values)
+    _setattr(obj, "__pydantic_fields_set__", set(values))
+    _setattr(obj, "__pydantic_extra__", None)
+    _setattr(obj, "__pydantic_private__", None)
+    return obj
+
+
+def _memory_model(c: Ctx, A: Assumptions):
+    best, details = memory_terms(c, A)
+    k, w, g, o, act, buf, reserve, total, host, nvme, det = best
+    w, g, o, act, buf, reserve = int(w), int(g), int(o), int(act), int(buf), int(reserve)
+    total_i = w + g + o + act + buf + reserve
+    mem = _make(MemoryEstimate, {
+        "weights": w, "gradients": g, "optimizer": o, "activations": act, "buffers": buf,
+        "reserve": reserve, "total": total_i, "capacity": c.capacity, "headroom": c.capacity - total_i,
+        "fits": total_i <= c.capacity, "stage": k, "offloaded_to_host": int(host),
+        "offloaded_to_nvme": int(nvme), "host_fits": host * A.host_buffer_factor <= c.host_per_gpu,
+        "detail": det,
+    })
+    return mem, details
+
+
+def memory_only(cluster, model, layout, training, assumptions: Assumptions | None = None) -> MemoryEstimate:
+    """Per-GPU memory of the most-loaded rank, without the communication and time model (~2x cheaper)."""
+    A = assumptions or _DEFAULT
+    return _memory_model(resolve(cluster, model, layout, training), A)[0]
+
+
+def _dim(bytes_, sec, exposed, net, n) -> CommDimension:
+    link = "none" if n <= 1 or sec <= 0 else ("network" if net else "nvlink")
+    hidden = 0.0 if sec <= 0 else max(0.0, min(1.0, 1.0 - exposed / sec))
+    return _make(CommDimension, {"bytes": int(bytes_), "seconds": sec, "exposed_seconds": exposed, "link": link,
+                                 "overlappable": hidden, "group_size": n})
+
+
+def estimate(cluster, model, layout, training, assumptions: Assumptions | None = None) -> Estimate:
+    """Memory, communication and time of `layout` for `model` on `cluster` with `training`.
+
+    `training.seq_len` and `training.global_batch_size` must be resolved (InputError otherwise);
+    `layout.dp` None is derived from the world size; `layout.num_microbatches` None is
+    global_batch_size // (micro_batch_size * dp), which must divide exactly (InputError otherwise).
+    Raises InputError when tp*pp*cp*dp differs from cluster.gpus or etp*ep*pp does not divide it.
+    """
+    A = assumptions or _DEFAULT
+    c = resolve(cluster, model, layout, training)
+    mem, details = _memory_model(c, A)
+    stage_params = {k: (d["params_dense"], d["params_expert"]) for k, d in details.items()}
+    T = time_terms(c, A, stage_params)
+    S = T["stages"][T["slow"]]
+    m = c.m
+
+    def per_mb(key, n):
+        b_, s_, e_, net = S[key]
+        return _dim(b_ * m, s_ * m, e_ * m, net, n)
+
+    dp_once_b, dp_once_s, _, dp_net = S["dp_once"]
+    mb_b, mb_s, _ = S["dp_mb"]
+    per_mb_exposed = S["tp"][2] + S["cp"][2] + S["ep"][2] + S["pp"][2]
+    dp_dim = _dim(dp_once_b + mb_b * m, dp_once_s + mb_s * m, T["exposed_comm"] - m * per_mb_exposed, dp_net,
+                  c.dense_shard)
+    comm = _make(CommEstimate, {"tp": per_mb("tp", c.tp), "pp": per_mb("pp", c.pp), "dp": dp_dim,
+                                "cp": per_mb("cp", c.cp), "ep": per_mb("ep", c.ep)})
+    step = T["step"]
+    model_flops = model_flops_per_step(c)
+    denom = step * c.world * c.peak
+    comm_total = comm.tp.seconds + comm.pp.seconds + comm.dp.seconds + comm.cp.seconds + comm.ep.seconds
+    compute = T["compute_time"]
+    return _make(Estimate, {
+        "memory": mem, "comm": comm, "compute_time": compute, "bubble_fraction": T["bubble_fraction"],
+        "bubble_time": T["bubble_time"], "exposed_comm_time": T["exposed_comm"],
+        "optimizer_time": T["optimizer_time"], "step_time": step, "tokens_per_second": c.gbs * c.seq / step,
+        "model_flops": model_flops, "mfu": model_flops / denom,
+        "hfu": executed_flops_per_step(c, A) / denom,
+        "comm_ratio": comm_total / compute if compute > 0 else 0.0,
+        "exposed_comm_ratio": T["exposed_comm"] / step, "dp": c.dp, "num_microbatches": m, "assumptions": A,
+    })

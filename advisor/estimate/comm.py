@@ -1,0 +1,220 @@
+"""Communication per parallel dimension: bytes, seconds on the link the group crosses, overlap.
+
+Conventions:
+- One "unit" is one all-gather or reduce-scatter of a message of B bytes over n ranks; an all-reduce
+  is two units (ring reduce-scatter + all-gather). A unit moves (n-1)/n * B per rank (NCCL
+  nccl-tests "bus bandwidth" definition; ZeRO paper §7: all-reduce = 2 psi, ZeRO-3 = 3 psi).
+- Groups follow Megatron's rank order tp-cp-ep-dp-pp (parallel_state.py RankGenerator): a group with
+  stride `stride` has min(n, domain // stride) members inside one NVLink domain. A collective over k
+  local members and N = n/k domains is hierarchical: intra-domain (k-1)/k * B over NVLink plus
+  inter-domain (N-1)/N * B/k over each GPU's NIC (every GPU drives its own NIC, as on DGX/HGX).
+- NVLink bandwidth is the vendor's bidirectional figure halved; the network figure is per GPU, one
+  direction (advisor.Cluster).
+- Which collectives a layer issues, and which of them Megatron overlaps, is from Korthikanti et al.
+  2022 §4.2.2 (TP: 2 all-reduces forward and 2 backward per layer; with SP the same volume as
+  all-gathers and reduce-scatters) and Megatron-LM's tensor_parallel/layers.py
+  (`LinearWithGradAccumulationAndAsyncCommunication`: the backward all-reduce / reduce-scatter of a
+  column-parallel layer's input gradient, and the SP re-all-gather of its input, run asynchronously
+  with the weight-gradient / data-gradient GEMMs).
+"""
+
+from __future__ import annotations
+
+from .context import Ctx
+
+__all__ = ["local_members", "collective", "p2p", "alltoall", "tp_per_microbatch", "cp_per_microbatch",
+           "ep_per_microbatch", "pp_per_microbatch", "dp_terms"]
+
+
+def local_members(n: int, stride: int, domain: int) -> int:
+    if n <= 1 or stride >= domain:
+        return 1
+    return max(1, min(n, domain // stride))
+
+
+def collective(c: Ctx, A, units: float, nbytes: float, n: int, stride: int, calls: float = 1.0):
+    """(bytes sent per rank, seconds, crosses_network) of `units` AG/RS-equivalents of nbytes over n ranks."""
+    if n <= 1 or nbytes <= 0 or units <= 0:
+        return 0.0, 0.0, False
+    k = local_members(n, stride, c.domain)
+    N = -(-n // k)
+    intra = (k - 1) / k * nbytes
+    inter = (N - 1) / N * nbytes / k
+    sec = units * (intra / (c.nvlink_bw * A.nvlink_efficiency) + inter / (c.net_bw * A.network_efficiency))
+    net = N > 1
+    sec += calls * (A.latency_network if net else A.latency_nvlink)
+    return units * (intra + inter), sec, net
+
+
+def p2p(c: Ctx, A, nbytes: float, network: bool, calls: float = 1.0):
+    bw = (c.net_bw * A.network_efficiency) if network else (c.nvlink_bw * A.nvlink_efficiency)
+    return nbytes / bw + calls * (A.latency_network if network else A.latency_nvlink)
+
+
+def alltoall(c: Ctx, A, nbytes: float, n: int, stride: int, calls: float = 1.0):
+    """All-to-all where each rank holds nbytes spread evenly over n peers; NVLink and NIC paths run
+    concurrently, so the slower of the two bounds the time."""
+    if n <= 1 or nbytes <= 0:
+        return 0.0, 0.0, False
+    k = local_members(n, stride, c.domain)
+    intra = nbytes * (k - 1) / n
+    inter = nbytes * (n - k) / n
+    sec = max(intra / (c.nvlink_bw * A.nvlink_efficiency), inter / (c.net_bw * A.network_efficiency) if inter else 0.0)
+    net = inter > 0
+    sec += calls * (A.latency_network if net else A.latency_nvlink)
+    return intra + inter, sec, net
+
+
+def tp_per_microbatch(c: Ctx, A, n_dense: int, n_moe: int, first: bool, last: bool, window: float):
+    """TP traffic of one micro-batch on one stage: (bytes, seconds, exposed seconds, network).
+
+    Per layer, in units of the hidden-state message M = 2*s*b*h bytes:
+      no SP: forward 2 all-reduces (4 units, exposed); backward 2 all-reduces of column-parallel input
+             gradients (4 units, async with the weight-gradient GEMMs).
+      SP:    forward 2 all-gathers + 2 reduce-scatters (4 units, exposed); backward 2 all-gathers of
+             the row-parallel output gradient (2, exposed) + 2 re-all-gathers of saved inputs and 2
+             reduce-scatters of input gradients (4, async).
+      full recompute repeats the forward units. MoE layers with etp == 1 keep only the attention half.
+    Embedding: +2 units forward (all-reduce; 1 reduce-scatter under SP); output layer under SP: +1
+    all-gather forward and 2 async units backward. `window` is the GEMM time async units hide behind.
+    """
+    if c.tp <= 1:
+        return 0.0, 0.0, 0.0, False
+    M = 2.0 * c.s_loc * c.b * c.h
+    # (units, calls): forward exposed, backward exposed, backward async
+    if c.sp:
+        fwd, bwd_exp, bwd_async, c_fwd, c_exp, c_async = 4.0, 2.0, 4.0, 4.0, 2.0, 4.0
+    else:
+        fwd, bwd_exp, bwd_async, c_fwd, c_exp, c_async = 4.0, 0.0, 4.0, 2.0, 0.0, 2.0
+    layers = n_dense + (1.0 if c.etp > 1 else 0.5) * n_moe
+    rec = 2.0 if c.recompute == "full" else 1.0
+    exp_units = layers * (fwd * rec + bwd_exp)
+    exp_calls = layers * (c_fwd * rec + c_exp)
+    async_units = layers * bwd_async
+    async_calls = layers * c_async
+    if first:
+        exp_units += 1.0 if c.sp else 2.0
+        exp_calls += 1
+    if last and c.sp:
+        exp_units += 1.0
+        exp_calls += 1
+        async_units += 2.0
+        async_calls += 2
+    nbytes, sec_exp, net = collective(c, A, exp_units, M, c.tp, 1, exp_calls)
+    b2, sec_async, _ = collective(c, A, async_units, M, c.tp, 1, async_calls)
+    total = sec_exp + sec_async
+    if A.tp_comm_overlap and c.sp:
+        exposed = total * (1.0 - A.tp_overlap_efficiency)
+    else:
+        exposed = sec_exp + max(0.0, sec_async - window)
+    return nbytes + b2, total, exposed, net
+
+
+def cp_per_microbatch(c: Ctx, A, n_layers: int, window: float):
+    """CP traffic of one micro-batch: (bytes, seconds, exposed, network).
+
+    Megatron/Transformer Engine ring attention (p2p): each rank passes its K,V chunk around the ring,
+    cp-1 hops forward, and K,V plus dK,dV backward (2(cp-1) hops), overlapped with the attention of the
+    chunk in hand (`window` = attention compute). DeepSpeed-Ulysses (framework deepspeed or
+    megatron+deepspeed): all-to-all of Q,K,V and of the attention output, forward and backward,
+    exposed (Jacobs et al. 2023, DeepSpeed-Ulysses §3).
+    """
+    if c.cp <= 1:
+        return 0.0, 0.0, 0.0, False
+    rec = 1.0 if c.recompute == "full" else 0.0
+    if c.deepspeed:
+        payload = 2.0 * c.s_loc * c.b * (c.wq + c.wk + c.wv + c.wo) / c.tp
+        nbytes, sec, net = alltoall(c, A, payload, c.cp, c.tp, calls=4)
+        k = n_layers * (2.0 + rec)
+        return nbytes * k, sec * k, sec * k, net
+    chunk = 2.0 * c.s_loc * c.b * (c.wk + c.wv) / c.kv_div
+    k_local = min(c.cp, c.domain // c.tp) if c.tp < c.domain else 1
+    net = k_local < c.cp
+    hops = (c.cp - 1) * (3.0 + rec)
+    sec_layer = p2p(c, A, chunk * hops, net, calls=hops)
+    sec = sec_layer * n_layers
+    return chunk * hops * n_layers, sec, max(0.0, sec - window), net
+
+
+def ep_per_microbatch(c: Ctx, A, n_moe: int):
+    """EP all-to-all of one micro-batch: dispatch and combine, forward and backward (4 per MoE layer,
+    6 with full recompute), each carrying the rank's routed token copies (k per token, h-wide)."""
+    if c.ep <= 1 or n_moe == 0:
+        return 0.0, 0.0, 0.0, False
+    payload = 2.0 * c.s_loc * c.b * c.topk * c.h * c.etp / c.tp * A.moe_load_imbalance
+    nbytes, sec, net = alltoall(c, A, payload, c.ep, c.etp)
+    k = n_moe * (6.0 if c.recompute == "full" else 4.0)
+    return nbytes * k, sec * k, sec * k * (1.0 - A.ep_overlap), net
+
+
+def pp_per_microbatch(c: Ctx, A):
+    """Pipeline send/recv of one micro-batch on one stage: (bytes, seconds, exposed, network).
+
+    The activation (forward) and its gradient (backward) cross each chunk boundary once; the
+    interleaved schedule has v chunk boundaries per stage (Narayanan et al. 2021 §2.2: v x more
+    communication). With TP > 1 only 1/t of the message crosses (scatter/gather optimisation, §4.1).
+    """
+    p = c.pp
+    if p <= 1:
+        return 0.0, 0.0, 0.0, False
+    msg = 2.0 * c.s_loc * c.b * c.h / c.tp
+    stride = c.tp * c.cp * c.dp
+    net = stride * p > c.domain
+    n = 2.0 * c.vpp
+    sec = p2p(c, A, msg * n, net, calls=n)
+    return msg * n, sec, sec * (1.0 - A.pp_overlap), net
+
+
+def dp_terms(c: Ctx, A, dense: float, expert: float):
+    """Data-parallel traffic of one rank: returns (once_bytes, once_grad_sec, once_param_sec,
+    per_mb_bytes, per_mb_sec, network). `dense` / `expert` are the rank's parameter counts.
+
+    megatron:   zero 0 all-reduce of main grads (4 B bf16, 2 B fp16); zero 1-2 (distributed optimizer /
+                FSDP optim_grads) reduce-scatter grads + all-gather 16-bit params once per step;
+                zero 3 gathers params forward and backward and reduce-scatters grads every micro-batch.
+    deepspeed:  zero 0 all-reduce of 16-bit grads; zero 1 reduce-scatter + all-gather once; zero 2
+                reduce-scatters every micro-batch (gradients are partitioned as they are produced);
+                zero 3 all-gathers params forward + backward and reduce-scatters grads every
+                micro-batch (ZeRO paper §7.2.2: 1.5x the all-reduce volume, per micro-batch with GA).
+    torchtitan: zero 0 (replicate) all-reduce of fp32 grads; FSDP all-gathers bf16 params forward and
+                backward and reduce-scatters fp32 grads every micro-batch.
+    """
+    groups = ((dense, c.dense_shard, c.tp * c.cp), (expert, c.edp, c.etp * c.ep))
+    fw, z = c.framework, c.zero
+    if fw == "megatron":
+        g = 2.0 if c.precision == "fp16" else 4.0
+        if z == 0:
+            once_g, once_p, mb = [(2, g)], [], []
+        elif z <= 2:
+            once_g, once_p, mb = [(1, g)], [(1, 2.0)], []
+        else:
+            once_g, once_p, mb = [], [], [(2, 2.0), (1, g)]
+    elif fw == "torchtitan":
+        if z == 0:
+            once_g, once_p, mb = [(2, 4.0)], [], []
+        else:
+            once_g, once_p, mb = [], [], [(2, 2.0), (1, 4.0)]
+    else:
+        if z == 0:
+            once_g, once_p, mb = [(2, 2.0)], [], []
+        elif z == 1:
+            once_g, once_p, mb = [(1, 2.0)], [(1, 2.0)], []
+        elif z == 2:
+            once_g, once_p, mb = [], [(1, 2.0)], [(1, 2.0)]
+        else:
+            once_g, once_p, mb = [], [], [(2, 2.0), (1, 2.0)]
+    ob = og = op = mbb = mbs = 0.0
+    net = False
+    for params, n, stride in groups:
+        if params <= 0 or n <= 1:
+            continue
+        for units, bpp in once_g:
+            bb, s, nn = collective(c, A, units, params * bpp, n, stride)
+            ob += bb; og += s; net |= nn
+        for units, bpp in once_p:
+            bb, s, nn = collective(c, A, units, params * bpp, n, stride)
+            ob += bb; op += s; net |= nn
+        for units, bpp in mb:
+            bb, s, nn = collective(c, A, units, params * bpp, n, stride)
+            mbb += bb; mbs += s; net |= nn
+    return ob, og, op, mbb, mbs, net

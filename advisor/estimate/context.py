@@ -1,0 +1,221 @@
+"""Turn (cluster, model, layout, training) into one flat bag of plain numbers, once per call.
+
+Everything downstream (memory.py, comm.py, time.py) reads these attributes and does arithmetic
+only: no pydantic access, no string formatting, no pint. Degrees and groups follow Megatron-LM's
+rank order "tp-cp-ep-dp-pp" (parallel_state.py `RankGenerator`; research/anchors-selection.md M1-M3):
+the dense data-parallel group that reduces gradients and shards the distributed optimizer is
+dp*cp ranks (get_data_parallel_group(with_context_parallel=True)); expert parameters live on an
+etp x ep grid with expert-DP = world / (etp * ep * pp) (M2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ..architecture import ParameterCount, count_parameters
+from ..errors import InputError
+
+__all__ = ["Ctx", "resolve", "stage_layers", "hbm_bandwidth"]
+
+MEGATRON_FRAMEWORKS = ("megatron", "megatron+deepspeed")
+DEEPSPEED_FRAMEWORKS = ("deepspeed", "megatron+deepspeed")
+
+# HBM bandwidth per GPU preset, bytes/s (vendor datasheets). `advisor.GPU` has no bandwidth field
+# yet, so the cost model keeps this small table; unknown GPUs fall back to peak_flops / 150
+# (the A100's FLOP:byte ratio, 312e12 / 2.04e12 = 153).
+_HBM = {
+    "V100-16GB": 900e9,       # Tesla V100 SXM2 datasheet: 900 GB/s
+    "V100-32GB": 900e9,
+    "A100-40GB": 1555e9,      # A100 datasheet, SXM 40GB: 1,555 GB/s
+    "A100-80GB": 2039e9,      # A100 datasheet, SXM 80GB: 2,039 GB/s
+    "H100-SXM-80GB": 3350e9,  # H100 datasheet, SXM: 3.35 TB/s
+    "H800": 3350e9,
+    "H200": 4800e9,           # H200 datasheet: 4.8 TB/s
+    "B200": 8000e9,           # HGX B200 datasheet: 8 TB/s per GPU
+    "B300": 8000e9,
+    "GB200": 8000e9,
+    "GB300": 8000e9,
+    "MI300X": 5300e9,         # AMD Instinct MI300X datasheet: 5.3 TB/s
+    "L40S": 864e9,            # L40S datasheet: 864 GB/s (GDDR6)
+}
+
+
+def hbm_bandwidth(gpu) -> float:
+    if "memory_bandwidth" in type(gpu).model_fields and gpu.memory_bandwidth:
+        return float(gpu.memory_bandwidth)
+    return _HBM.get(gpu.name, gpu.peak_flops / 150.0)
+
+
+@lru_cache(maxsize=256)
+def _count(model) -> ParameterCount:
+    return count_parameters(model)
+
+
+def stage_layers(layers: int, pp: int) -> list[int]:
+    """Transformer layers per pipeline stage. Uniform when pp divides layers (Megatron M8); otherwise
+    the remainder goes to the middle stages first, then the last, then the first, because the first
+    stage also holds the embedding and the last the logits (Llama 3 paper §3.3.2 removes a layer from
+    the first and last stages for the same reason)."""
+    base, extra = divmod(layers, pp)
+    counts = [base] * pp
+    order = list(range(1, pp - 1)) + ([pp - 1, 0] if pp > 1 else [0])
+    for i in order[:extra]:
+        counts[i] += 1
+    return counts
+
+
+@dataclass(slots=True)
+class Ctx:
+    # degrees
+    world: int
+    tp: int
+    pp: int
+    dp: int
+    cp: int
+    ep: int
+    etp: int
+    edp: int
+    vpp: int
+    m: int
+    b: int
+    gbs: int
+    dense_shard: int   # dp * cp: the group that reduces dense gradients / shards dense optimizer
+    framework: str
+    megatron: bool
+    deepspeed: bool
+    zero: int
+    sp: bool
+    recompute: str
+    offload: str
+    offload_device: str
+    precision: str
+    flash: bool
+    # sequence
+    seq: int
+    s_loc: float
+    # model shape
+    L: int
+    h: int
+    a: int
+    kv: int
+    wq: int
+    wk: int
+    wv: int
+    wo: int
+    latent: int
+    kv_div: int
+    f: int
+    f_moe: int
+    gated: bool
+    experts: int
+    topk: int
+    shared: int
+    dense_first: int
+    moe_freq: int
+    vocab: int
+    vpad: int
+    tied: bool
+    pc: ParameterCount
+    kv_params: int
+    pos_params: int
+    # cluster
+    capacity: int
+    peak: float
+    peak_fp8: float
+    hbm: float
+    nvlink_bw: float     # unidirectional per GPU
+    net_bw: float        # unidirectional per GPU
+    domain: int
+    gpus_per_node: int
+    host_per_gpu: float
+    stages: list
+
+
+def resolve(cluster, model, layout, training) -> Ctx:
+    if training.seq_len is None:
+        raise InputError("Training.seq_len", None, "a resolved sequence length (tokens)",
+                         "estimate needs the sequence length; resolve it from the model first")
+    if training.global_batch_size is None:
+        raise InputError("Training.global_batch_size", None, "a resolved global batch size (sequences)",
+                         "estimate needs the global batch; resolve it first")
+    world = cluster.gpus
+    lay = layout
+    tp, pp, cp, dp = lay.tp, lay.pp, lay.cp, lay.dp
+    if dp is None:
+        if world % (tp * pp * cp):
+            layout.for_world(world)  # raises the InputError naming the remainder
+        dp = world // (tp * pp * cp)
+    if tp * pp * cp * dp != world:
+        raise InputError("Layout.dp", dp, f"tp*pp*cp*dp equal to the cluster's gpus ({world})",
+                         f"tp({tp}) * pp({pp}) * cp({cp}) * dp({dp}) = {tp * pp * cp * dp}")
+    ep = lay.ep
+    etp = lay.etp or tp
+    if world % (etp * ep * pp):
+        raise InputError("Layout.ep", ep, "etp*ep*pp dividing the world size (Megatron M2)",
+                         f"gpus({world}) % (etp({etp}) * ep({ep}) * pp({pp})) = {world % (etp * ep * pp)}")
+    b = lay.micro_batch_size
+    gbs = training.global_batch_size
+    if lay.num_microbatches is None:
+        if gbs % (b * dp):
+            raise InputError("Training.global_batch_size", gbs, "a multiple of micro_batch_size * dp (Megatron M11)",
+                             f"global_batch_size({gbs}) % (micro_batch_size({b}) * dp({dp})) = {gbs % (b * dp)}")
+        m = gbs // (b * dp)
+    else:
+        m = lay.num_microbatches
+
+    pc = _count(model)
+    h, a = model.hidden, model.heads
+    kv = model.kv_heads or a
+    hd = model.head_dim or h // a
+    if model.mla is not None:
+        mla = model.mla
+        qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim
+        wq = wk = a * qk
+        wv = wo = a * mla.v_head_dim
+        latent = (mla.q_lora_rank or 0) + mla.kv_lora_rank + mla.qk_rope_head_dim
+        kv_div = tp
+        kv_params = 0
+    else:
+        wq = wo = a * hd
+        wk = wv = kv * hd
+        latent = 0
+        kv_div = min(tp, kv)
+        kv_params = 2 * h * kv * hd
+    framework = lay.framework
+    megatron = framework in MEGATRON_FRAMEWORKS
+    vocab = model.vocab
+    if megatron:  # M22: pad to a multiple of make_vocab_size_divisible_by (128) * TP
+        mult = 128 * tp
+        vpad = -(-vocab // mult) * mult
+    else:
+        vpad = vocab
+    g = cluster.gpu
+    peak = g.peak_flops
+    return Ctx(
+        world=world, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, etp=etp, edp=world // (etp * ep * pp),
+        vpp=lay.vpp, m=m, b=b, gbs=gbs, dense_shard=dp * cp,
+        framework=framework, megatron=megatron, deepspeed=framework in DEEPSPEED_FRAMEWORKS,
+        zero=lay.zero_stage, sp=lay.sp and tp > 1, recompute=lay.recompute, offload=lay.offload,
+        offload_device=lay.offload_device, precision=training.precision, flash=training.flash_attention,
+        seq=training.seq_len, s_loc=training.seq_len / cp,
+        L=model.layers, h=h, a=a, kv=kv, wq=wq, wk=wk, wv=wv, wo=wo, latent=latent, kv_div=kv_div,
+        f=model.ffn_hidden, f_moe=model.moe_ffn_hidden or model.ffn_hidden,
+        gated=model.activation == "swiglu", experts=model.experts, topk=model.experts_per_token,
+        shared=model.shared_experts, dense_first=model.dense_layers if model.experts > 1 else model.layers,
+        moe_freq=model.moe_layer_freq, vocab=vocab, vpad=vpad, tied=model.tied_embeddings, pc=pc,
+        kv_params=kv_params, pos_params=pc.embedding - vocab * h,
+        capacity=g.memory, peak=peak, peak_fp8=g.peak_flops_fp8 or peak, hbm=hbm_bandwidth(g),
+        nvlink_bw=cluster.intra_node_bandwidth / 2.0, net_bw=cluster.inter_node_bandwidth,
+        domain=cluster.nvlink_domain, gpus_per_node=cluster.gpus_per_node,
+        host_per_gpu=cluster.host_memory_per_node / cluster.gpus_per_node,
+        stages=stage_layers(model.layers, pp),
+    )
+
+
+def moe_layers_before(c: Ctx, n: int) -> int:
+    """MoE layers among the first n layers: layers dense_first, dense_first + freq, ... are MoE
+    (the same rule as architecture.count_parameters)."""
+    if c.experts <= 1 or n <= c.dense_first:
+        return 0
+    return -(-(n - c.dense_first) // c.moe_freq)

@@ -1,0 +1,320 @@
+"""Per-GPU memory: model states, activations, buffers, reserve; every term explicit.
+
+Sources, by term:
+- Model states (bytes per parameter, what is sharded over which group):
+  * ZeRO paper (Rajbhandari et al. SC'20, arXiv:1910.02054) §3.1, §5.1 and Fig. 1: mixed-precision
+    Adam = 2 (16-bit params) + 2 (16-bit grads) + K=12 (fp32 params, momentum, variance) bytes;
+    stage 1 shards the K part, stage 2 also the grads, stage 3 also the params.
+  * DeepSpeed's own estimators (deepspeed/runtime/zero/stage_1_and_2.py
+    `estimate_zero2_model_states_mem_needs`: 2P + 18P/N, offload -> 2P; stage3.py
+    `estimate_zero3_model_states_mem_needs`: 4*largest_layer + 18P/N, optimizer offload -> + 2P/N,
+    params+optimizer offload -> 4*largest_layer; research/peers-measured.md §2): 18 = 2 fp16 grads
+    + 4 fp32 grads + 4 fp32 params + 8 Adam for ZeRO-2; for ZeRO-3, 2 fp16 params + 16.
+  * Megatron-LM distributed optimizer (docs/user-guide/features/dist_optimizer.md): bf16 params with
+    fp32 main grads 18 B/param plain, 6 + 12/d distributed; fp16/fp16 20 plain, 4 + 16/d
+    (research/anchors-selection.md §2). d is the data-parallel-with-context-parallel group.
+  * Megatron theoretical_memory_usage.py `compute_weight_and_optimizer_memory`: most-loaded shard is
+    the first pipeline stage with the embedding; TP-sharded block weights + replicated norms; experts
+    over etp*ep with optimizer over expert-DP = world/(etp*ep*pp) (anchors-selection.md §2.1).
+- Activations: Korthikanti et al. 2022 (arXiv:2205.05198) §4.1 per-tensor list (attention
+  11sbh + 5as^2b, MLP 19sbh, LayerNorms 4sbh) generalised to GQA/MLA widths, SwiGLU, FlashAttention
+  and FP8 inputs; Table 2 for TP/SP/selective/full; §4.2.3 pipeline in-flight factor (first stage
+  holds p micro-batches of L/p layers) and the interleaved factor 1 + (p-1)/(p*v); Megatron
+  theoretical_memory_usage.py `compute_activation_memory` for the embedding (8sbp + sbhp) and the
+  output-layer/loss term (4sbh(1 + V/h)/t).
+"""
+
+from __future__ import annotations
+
+from .context import Ctx, moe_layers_before
+
+__all__ = [
+    "model_state_bytes_per_param",
+    "per_layer_activations",
+    "moe_mlp_activations",
+    "stage_memory",
+    "memory_terms",
+]
+
+
+# --------------------------------------------------------------------------- model states
+
+def model_state_bytes_per_param(framework: str, precision: str, zero: int, fp32_grad_partition: bool = True):
+    """Bytes per parameter as ((w_rep, w_shard), (g_rep, g_shard), (o_rep, o_shard)): the replicated
+    part stays whole on every rank, the sharded part is divided by the data-parallel group size.
+
+    megatron (zero 1 = distributed optimizer; 2/3 = Megatron-FSDP optim_grads / optim_grads_params):
+        bf16/fp8: params 2, fp32 main grads 4, optimizer 12 (fp32 master + Adam m, v) -> 18 or 6 + 12/d
+        fp16:     params 2, fp16 grads 2, optimizer 16 (+ fp32 grad copy) -> 20 or 4 + 16/d
+    deepspeed / megatron+deepspeed (ZeRO paper §5.1; DeepSpeed estimators):
+        params 2, fp16 grads 2, fp32 grad partition 4 (when `fp32_grad_partition`), optimizer 12;
+        ZeRO-3 keeps no separate full fp16 gradient (estimator: 18P/N).
+    torchtitan (FSDP2 with MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)): fp32 sharded
+        params 4, fp32 grads 4, Adam 8.
+    """
+    if framework == "megatron":
+        g = 2 if precision == "fp16" else 4
+        o = 16 if precision == "fp16" else 12
+        w_s = 2 if zero >= 3 else 0
+        g_s = g if zero >= 2 else 0
+        o_s = o if zero >= 1 else 0
+        return (2 - w_s, w_s), (g - g_s, g_s), (o - o_s, o_s)
+    if framework == "torchtitan":
+        if zero == 0:
+            return (4, 0), (4, 0), (8, 0)
+        return (0, 4), (0, 4), (0, 8)
+    f32 = 4 if fp32_grad_partition else 0
+    if zero == 0:
+        return (2, 0), (2 + f32, 0), (12, 0)
+    if zero == 1:
+        return (2, 0), (2, f32), (0, 12)
+    if zero == 2:
+        return (2, 0), (0, 2 + f32), (0, 12)
+    return (0, 2), (0, f32 or 2), (0, 12)
+
+
+# --------------------------------------------------------------------------- activations
+
+def per_layer_activations(s, b, h, a, *, t=1, sp=False, recompute="none", flash=False, f=None, gated=False,
+                          wq=None, wk=None, wv=None, wo=None, kv_div=None, latent=0, dropout_masks=True,
+                          lin_bytes=2.0, s_attn=None, mlp=True):
+    """Bytes one transformer layer stores for one micro-batch on one TP rank (Korthikanti §4.1, Table 2).
+
+    Per token, in bytes (h hidden, f FFN, widths wq/wk/wv/wo of Q, K, V and the attention output;
+    'rep' terms are replicated over TP unless sequence parallelism shards them):
+        attention: LN1 input 2h (rep) + QKV input lin*h (rep) + Q 2wq/t + K, V 2(wk+wv)/kv_div
+                   + core: softmax 2 + dropout mask 1 + dropout out 2 per score (5*a*s/t; without
+                   dropout 2*a*s/t; with FlashAttention only the fp32 log-sum-exp, 4a/t)
+                   + out-proj input lin*wo/t + dropout mask h (rep)
+        MLP:       LN2 input 2h (rep) + FC1 input lin*h (rep) + FC1 output 2f/t (4f/t for SwiGLU's gate
+                   and up) + FC2 input lin*f/t + dropout mask h (rep)
+    With MHA, f = 4h, GeLU, no flash, lin = 2 this is Table 2: rep 10h, sharded 24h/t, core 5as/t.
+    recompute "selective" drops the core term; "full" keeps only the layer input 2h (/t under SP).
+    `s_attn` is the key length the scores span (s x CP under context parallelism).
+    """
+    div = t if sp else 1
+    if recompute == "full":
+        return 2.0 * s * b * h / div
+    f = 4 * h if f is None else f
+    wq = h if wq is None else wq
+    wk = wq if wk is None else wk
+    wv = wk if wv is None else wv
+    wo = wq if wo is None else wo
+    kv_div = t if kv_div is None else kv_div
+    s_attn = s if s_attn is None else s_attn
+    mask = 1.0 if dropout_masks else 0.0
+    rep = 2 * h + lin_bytes * h + 2 * latent + mask * h
+    shd = 2 * wq / t + 2 * (wk + wv) / kv_div + lin_bytes * wo / t
+    if recompute == "none":
+        if flash:
+            shd += 4.0 * a / t
+        else:
+            shd += (2 + 3 * mask) * a * s_attn / t
+    if mlp:
+        rep += 2 * h + lin_bytes * h + mask * h
+        shd += (4 if gated else 2) * f / t + lin_bytes * f / t
+    return s * b * (rep / div + shd)
+
+
+def moe_mlp_activations(s, b, h, *, t, etp, sp, k, experts, f_moe, shared, gated, dropout_masks=True,
+                        lin_bytes=2.0, imbalance=1.0):
+    """Bytes the MoE block (replacing the dense MLP) stores per layer per micro-batch on one rank.
+
+    Approximation (Megatron-Core alltoall dispatcher, documented here because Megatron's estimator
+    does not model MoE activations, NVIDIA/Megatron-LM#1784): LN2 input and router input as the dense
+    MLP (replicated unless SP); fp32 router logits and probabilities 8E per token; every token is sent
+    to k experts: permuted input and expert output (2h each) per copy, h-wide on s*b*k*etp/t tokens
+    per rank, and the expert FC1/FC2 activations at width f_moe/etp on the same copies, i.e.
+    k*(4|2 + lin)*f_moe/t per token; shared experts like a dense MLP of shared*f_moe; `imbalance`
+    scales the routed part for the busiest expert rank.
+    """
+    div = t if sp else 1
+    mask = 1.0 if dropout_masks else 0.0
+    rep = 2 * h + lin_bytes * h + 8.0 * experts + mask * h
+    routed = k * imbalance * ((lin_bytes + 2) * h * etp / t + ((4 if gated else 2) + lin_bytes) * f_moe / t)
+    f_sh = shared * f_moe
+    shd = routed + ((4 if gated else 2) + lin_bytes) * f_sh / t
+    return s * b * (rep / div + shd)
+
+
+def _layer_acts(c: Ctx, A, recompute: str, moe: bool) -> float:
+    lin = A.fp8_activation_bytes if c.precision == "fp8" else 2.0
+    base = per_layer_activations(
+        c.s_loc, c.b, c.h, c.a, t=c.tp, sp=c.sp, recompute=recompute, flash=c.flash, f=c.f, gated=c.gated,
+        wq=c.wq, wk=c.wk, wv=c.wv, wo=c.wo, kv_div=c.kv_div, latent=c.latent, dropout_masks=A.dropout_masks,
+        lin_bytes=lin, s_attn=c.seq, mlp=not moe or recompute == "full",
+    )
+    if moe and recompute != "full":
+        base += moe_mlp_activations(c.s_loc, c.b, c.h, t=c.tp, etp=c.etp, sp=c.sp, k=c.topk, experts=c.experts,
+                                    f_moe=c.f_moe, shared=c.shared, gated=c.gated, dropout_masks=A.dropout_masks,
+                                    lin_bytes=lin, imbalance=A.moe_load_imbalance)
+    return base
+
+
+def chunks_in_flight(c: Ctx, k: int) -> int:
+    """Model chunks (of L/(p*v) layers) whose activations stage k holds at its peak.
+
+    1F1B: stage k runs p-k warm-up forwards (Narayanan et al. 2021 §2.2; Korthikanti §4.2.3), capped
+    by m. Interleaved: Megatron's warm-up count (p-k-1)*2 + (v-1)*p plus the steady-state forward
+    (schedules.py `forward_backward_pipelining_with_interleaving`), which for stage 0 gives
+    L*(1 + (p-1)/(p*v)) layers, Korthikanti's interleaved factor.
+    """
+    p, v, m = c.pp, c.vpp, c.m
+    if v == 1:
+        return min(m, p - k)
+    return min(m * v, 2 * (p - k - 1) + (v - 1) * p + 1)
+
+
+# --------------------------------------------------------------------------- one stage
+
+def stage_memory(c: Ctx, A, k: int):
+    """Memory terms (bytes) of pipeline stage k's rank: returns (weights, grads, optimizer,
+    activations, buffers, offloaded_host, offloaded_nvme, detail)."""
+    pc = c.pc
+    tp, p = c.tp, c.pp
+    n_layers = c.stages[k]
+    lo = sum(c.stages[:k])
+    n_moe = moe_layers_before(c, lo + n_layers) - moe_layers_before(c, lo)
+    n_dense = n_layers - n_moe
+    first, last = k == 0, k == p - 1
+
+    # ---- parameters on this rank (TP-sharded weights, replicated norms; experts over etp*ep)
+    kv_extra = c.kv_params * (1.0 / c.kv_div - 1.0 / tp) if c.kv_div < tp else 0.0
+    attn = pc.attention / tp + kv_extra
+    dense_layer = attn + pc.dense_mlp / tp + pc.norms
+    routed = c.experts * pc.expert if c.experts > 1 else 0
+    moe_other = attn + (pc.moe_mlp - routed - c.h * c.experts) / tp + c.h * c.experts + pc.norms if n_moe else 0.0
+    dense = n_dense * dense_layer + n_moe * moe_other
+    expert = n_moe * routed / (c.ep * c.etp)
+    linear = n_dense * (dense_layer - pc.norms) + n_moe * (moe_other - pc.norms - c.h * c.experts) + expert
+    word = c.vpad * c.h / tp
+    if first:
+        dense += word + c.pos_params
+    if last:
+        if not c.tied:
+            dense += word
+        elif p > 1:
+            dense += word  # tied embeddings: the last stage keeps its own copy (Megatron embedding group)
+        dense += pc.final_norm
+
+    (w_r, w_s), (g_r, g_s), (o_r, o_s) = model_state_bytes_per_param(c.framework, c.precision, c.zero,
+                                                                      A.deepspeed_fp32_grad_partition)
+    nd, ne = c.dense_shard, c.edp
+    w_dense = dense * (w_r + w_s / nd)
+    w_exp = expert * (w_r + w_s / ne)
+    g_bytes = dense * (g_r + g_s / nd) + expert * (g_r + g_s / ne)
+    o_bytes = dense * (o_r + o_s / nd) + expert * (o_r + o_s / ne)
+    fp8_copy = linear * A.fp8_weight_copy_bytes if c.precision == "fp8" else 0.0
+    weights = w_dense + w_exp + fp8_copy
+
+    host = 0.0
+    if c.offload != "none":
+        moved = o_bytes
+        if c.deepspeed or c.framework == "torchtitan":
+            # ZeRO-Offload moves the gradient partitions with the optimizer (DeepSpeed estimator:
+            # ZeRO-2 offload keeps only 2P on the GPU; ZeRO-3 optimizer offload keeps 2P/N).
+            g_shard = dense * g_s / nd + expert * g_s / ne
+            moved += g_shard
+            g_bytes -= g_shard
+        o_bytes = 0.0
+        if c.offload == "optimizer+params":
+            w_shard = dense * w_s / nd + expert * w_s / ne
+            moved += w_shard
+            weights -= w_shard
+        host = moved
+    host_b, nvme_b = (host, 0.0) if c.offload_device == "cpu" else (0.0, host)
+
+    # ---- activations
+    rec = c.recompute
+    per_dense = _layer_acts(c, A, rec, False) if n_dense else 0.0
+    per_moe = _layer_acts(c, A, rec, True) if n_moe else 0.0
+    inflight = chunks_in_flight(c, k)
+    v = c.vpp
+    act_layers = (n_dense * per_dense + n_moe * per_moe) / v * inflight
+    div = tp if c.sp else 1
+    s_b = c.s_loc * c.b
+    mask = 1.0 if A.dropout_masks else 0.0
+    act_emb = 0.0
+    if first:  # token/position ids (8sb) + embedding dropout mask (sbh), per in-flight micro-batch
+        act_emb = (8.0 * s_b + mask * s_b * c.h / div) * max(1, inflight // v)
+    act_out = 0.0
+    if last:  # final-norm input + output-layer input + logits kept for the loss, one micro-batch
+        lb = A.logits_bytes_megatron if c.megatron else A.logits_bytes_other
+        act_out = 4.0 * s_b * c.h / div + lb * s_b * c.vpad / tp
+    act_work = 0.0
+    if rec == "full":  # the layer being recomputed holds its full activations during its backward
+        act_work = max(_layer_acts(c, A, "none", False) if n_dense else 0.0,
+                       _layer_acts(c, A, "none", True) if n_moe else 0.0)
+    activations = act_layers + act_emb + act_out + act_work
+
+    # ---- buffers
+    zero3_live = fsdp = bucket = pp_buf = tpo = 0.0
+    if c.zero >= 3 and c.deepspeed:
+        # DeepSpeed estimator: 4 * largest layer (gathered 16-bit params + grads of the biggest
+        # module). "Layer" is a leaf module (stage3.py counts m.parameters(recurse=False)).
+        largest = max(c.vocab * c.h, pc.output, c.h * max(c.wq, c.f), c.h * c.f_moe if c.experts > 1 else 0)
+        zero3_live = 4.0 * largest / tp
+    elif c.zero >= 2 and not c.deepspeed:
+        # FSDP (Megatron-FSDP, torchtitan): all-gathered 16-bit params of the current and prefetched
+        # layer plus one layer's unsharded fp32 gradient before reduce-scatter.
+        per_layer = max(dense_layer if n_dense else 0.0, moe_other + routed / (c.ep * c.etp) if n_moe else 0.0)
+        fsdp = (2 * 2 + 4) * per_layer
+        if c.zero == 2 and c.framework == "torchtitan":  # reshard_after_forward=False keeps params gathered
+            fsdp += 2 * (dense + expert)
+    if c.deepspeed and c.zero in (1, 2):
+        bucket = 2.0 * min(A.deepspeed_bucket_elements, dense + expert)
+    if p > 1:  # send/recv buffers for activations and their gradients
+        pp_buf = 2 * 2.0 * 2.0 * s_b * c.h / (tp if tp > 1 else 1)
+    if A.tp_comm_overlap and c.sp:
+        tpo = 2 * 2.0 * s_b * c.h  # userbuffers hold the full-sequence AG/RS tensors
+    buffers = zero3_live + fsdp + bucket + pp_buf + tpo
+
+    detail = {
+        "weights_dense": int(w_dense), "weights_expert": int(w_exp), "fp8_weight_copies": int(fp8_copy),
+        "act_layers": int(act_layers), "act_embedding": int(act_emb), "act_logits": int(act_out),
+        "act_recompute_working": int(act_work), "zero3_live_params": int(zero3_live), "fsdp_gather": int(fsdp),
+        "deepspeed_reduce_bucket": int(bucket), "pp_buffers": int(pp_buf), "tp_overlap_buffers": int(tpo),
+        "params_dense": int(dense), "params_expert": int(expert), "layers": n_layers,
+        "chunks_in_flight": inflight,
+    }
+    return weights, g_bytes, o_bytes, activations, buffers, host_b, nvme_b, detail
+
+
+def nccl_groups(c: Ctx) -> int:
+    """Communicators this rank uses: TP, CP, dense DP(xCP), PP, EP, expert-DP when each is > 1."""
+    n = (c.tp > 1) + (c.cp > 1) + (c.dense_shard > 1) + (c.pp > 1)
+    if c.experts > 1:
+        n += (c.ep > 1) + (c.edp > 1 and c.edp != c.dense_shard)
+    return n
+
+
+def candidate_stages(c: Ctx) -> list[int]:
+    """First, last and the heaviest middle stage: the only candidates for the most-loaded rank."""
+    p = c.pp
+    if p == 1:
+        return [0]
+    out = [0, p - 1]
+    if p > 2:
+        mid = max(range(1, p - 1), key=lambda i: c.stages[i])
+        out.append(mid)
+    return out
+
+
+def memory_terms(c: Ctx, A):
+    """Most-loaded rank: (stage, weights, grads, optimizer, activations, buffers, reserve, total,
+    host, nvme, detail), and {stage: detail} of every candidate stage."""
+    best = None
+    details = {}
+    nccl = A.nccl_bytes_per_group * nccl_groups(c)
+    for k in candidate_stages(c):
+        w, g, o, act, buf, host, nvme, det = stage_memory(c, A, k)
+        details[k] = det
+        frag = A.fragmentation_fraction * (act + buf)
+        reserve = A.cuda_context_bytes + nccl + frag
+        total = w + g + o + act + buf + reserve
+        if best is None or total > best[7]:
+            det["cuda_context"] = A.cuda_context_bytes
+            det["nccl"] = int(nccl)
+            det["fragmentation"] = int(frag)
+            best = (k, w, g, o, act, buf, reserve, total, host, nvme, det)
+    return best, details
