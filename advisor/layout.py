@@ -44,6 +44,9 @@ class Layout(BaseModel):
     """Expert tensor-parallel degree; None means tp (Megatron's default)."""
     vpp: int = Field(1, ge=1, le=_MAX_DEGREE)
     """Virtual pipeline stages (model chunks) per pipeline rank; 1 means the plain 1F1B schedule."""
+    overlap_p2p_comm: bool = True
+    """Overlap pipeline send/recv with compute; Megatron's default (off with
+    --no-overlap-p2p-communication). The interleaved schedule needs it, or pp > 2 (M9)."""
     sp: bool = False
     """Megatron sequence parallelism (shards LayerNorm/dropout activations over the TP group)."""
     zero_stage: int = Field(0, ge=0, le=3)

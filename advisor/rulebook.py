@@ -25,7 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from .actions import Action, Finding, Limit
-from .errors import RuleFileError
+from .errors import EngineError, RuleFileError
 from .evaluator import CompiledRule, normalize_value
 from .facts import CATALOGUE
 
@@ -127,6 +127,8 @@ def _literal(text: str, where: tuple[str, str | None, str]) -> Any:
                                else float(text.replace("_", "")))
     except ValueError:
         raise RuleFileError(*where, text, "a number, true/false, or a quoted string") from None
+    except EngineError as exc:     # out of the engine's range: |int| >= 2**63, inf, nan
+        raise RuleFileError(*where, text, f"a number the rule engine can compare ({exc})") from None
 
 
 def parse_condition(node: Any, where: tuple[str, str | None, str]) -> dict[str, Any]:

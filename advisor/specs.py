@@ -227,6 +227,14 @@ class Model(_Frozen):
         """A built-in model, e.g. `Model.preset("llama-3-70b")`; `advisor presets` lists them."""
         return cls(**presets.model(name, field="Model.preset"))
 
+    @classmethod
+    def from_hf_config(cls, path_or_dict, *, name: str | None = None) -> "Model":
+        """A Model from a Hugging Face config.json (path, folder or dict): Llama, Mistral, Mixtral,
+        Qwen2, DeepSeek-V3, GPT-NeoX, BLOOM, GPT-2. A missing key raises InputError naming it."""
+        from .hf import model_from_hf_config
+
+        return model_from_hf_config(path_or_dict, name=name)
+
     @property
     def is_moe(self) -> bool:
         return self.experts > 1

@@ -1,0 +1,150 @@
+"""Public entry points: `recommend()` (and the engine wiring behind it).
+
+Flow (DESIGN §3): inputs -> facts -> rules engine -> decisions -> planner (+ cost model) ->
+Recommendation with its trace. The rule book is compiled and registered once per process; each
+call is a fresh engine session, so calls are independent and deterministic.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from ._version import __version__
+from .actions import Decisions
+from .engine import make_engine
+from .estimate import estimate as _estimate
+from .facts import build_facts, resolve_training
+from .planner import plan
+from .recommendation import Alternative, ChecklistItem, Recommendation
+from .rulebook import RuleBook, builtin_rulebook, load_rulebook, render_message
+from .specs import Cluster, Model, Training
+from .trace import RuleReference, Trace, TraceEvent
+from .errors import InputError
+
+__all__ = ["recommend", "as_cluster", "as_model", "as_training", "evaluate_rules"]
+
+_ENGINES: dict[tuple[str, str | None], Any] = {}
+_ENGINES_LOCK = threading.Lock()
+
+
+def as_cluster(value: Any) -> Cluster:
+    if isinstance(value, Cluster):
+        return value
+    if isinstance(value, dict):
+        return Cluster(**value)
+    raise InputError("cluster", value, 'an advisor.Cluster or a dict such as {"gpu": "H100", "gpus": 64}')
+
+
+def as_model(value: Any) -> Model:
+    if isinstance(value, Model):
+        return value
+    if isinstance(value, str):
+        return Model.preset(value)
+    if isinstance(value, dict):
+        return Model(**value)
+    raise InputError("model", value, "an advisor.Model, a preset name such as 'llama-3-70b', or a dict of Model fields")
+
+
+def as_training(value: Any) -> Training:
+    if value is None:
+        return Training()
+    if isinstance(value, Training):
+        return value
+    if isinstance(value, dict):
+        return Training(**value)
+    raise InputError("training", value, "an advisor.Training, a dict of its fields, or None")
+
+
+def _engine_for(book: RuleBook, name: str | None):
+    key = (book.revision, name)
+    with _ENGINES_LOCK:
+        engine = _ENGINES.get(key)
+        if engine is None:
+            engine = _ENGINES[key] = make_engine(book.rulesets, name)
+        return engine
+
+
+def _rulebook(rules: tuple[str | Path, ...]) -> RuleBook:
+    return builtin_rulebook() if not rules else load_rulebook(tuple(rules))
+
+
+def evaluate_rules(book: RuleBook, facts: dict, engine_name: str | None = None,
+                   scope: str = "situation") -> tuple[list[str], str]:
+    """Fired rule ids of one scope in firing order (tier, file, position), and the engine's name."""
+    engine = _engine_for(book, engine_name)
+    fired: list[str] = []
+    for ruleset in book.rulesets_in(scope):
+        fired += engine.evaluate(ruleset, facts)
+    fired.sort(key=lambda rid: book.rules[rid].order)
+    return fired, engine.name
+
+
+def recommend(cluster: Any, model: Any, training: Any = None, *, rules: tuple[str | Path, ...] = (),
+              engine: str | None = None) -> Recommendation:
+    """Recommend a parallel layout for training `model` on `cluster`, with the reasons.
+
+    `cluster`, `model` and `training` accept the advisor objects, dicts of their fields, and (for the
+    model) preset names. `rules` adds site rule files after the built-in ones. `engine` forces
+    "durable" or "python" (default: the ADVISOR_ENGINE variable, else durable where it imports).
+    """
+    cluster, model = as_cluster(cluster), as_model(model)
+    training, notes = resolve_training(model, as_training(training))
+    book = _rulebook(tuple(rules))
+    facts = build_facts(cluster, model, training)
+    fired, engine_name = evaluate_rules(book, facts, engine)
+
+    events: list[TraceEvent] = []
+
+    def add(op: str, message: str, **kw) -> None:
+        events.append(TraceEvent(seq=len(events) + 1, op=op, message=message, **kw))
+
+    for note in notes:
+        add("input", note)
+    decisions = Decisions()
+    for rule_id in fired:
+        rule = book.rules[rule_id]
+        message = render_message(rule.spec.message, facts)
+        effects, overridden = [], None
+        for action in rule.spec.then:
+            text, lost_to = decisions.apply(rule_id, action, facts, message)
+            effects.append(text)
+            overridden = overridden or lost_to
+        add("fire", message, rule_id=rule_id, rule_version=rule.spec.version, tier=rule.spec.tier,
+            facts={f: facts[f.split(".")[0]][f.split(".")[1]] for f in rule.fields},
+            effect="; ".join(effects), overridden_by=overridden,
+            references=[RuleReference(**r.model_dump()) for r in rule.spec.references])
+
+    from .audit import layout_findings
+
+    def legality_errors(layout, est):
+        found, _ = layout_findings(book, cluster, model, training, layout, est.memory, engine)
+        return [(f.rule_id, f.message) for f in found if f.severity == "error"]
+
+    result = plan(cluster, model, training, decisions, _estimate, legality_errors)
+    findings = []
+    if result.layout is not None:
+        findings, _ = layout_findings(book, cluster, model, training, result.layout, result.estimate.memory, engine)
+    for op, message, candidate in result.events:
+        add(op, message, candidate=candidate)
+    if result.layout is not None:
+        add("choose", f"first candidate in preference order that fits: "
+                      f"{result.estimate.memory.total / 2**30:.1f} GiB of {result.estimate.memory.capacity / 2**30:.1f} GiB",
+            candidate=result.layout.id)
+
+    trace = Trace(advisor_version=__version__, engine=engine_name, ruleset_revision=book.revision,
+                  events=events, not_fired=[rid for rid in book.rules if rid not in set(fired)])
+    return Recommendation(
+        status="recommended" if result.layout is not None else "infeasible",
+        layout=result.layout,
+        framework=result.framework if result.layout is not None else None,
+        estimates=result.estimate,
+        cluster=cluster, model=model, training=training,
+        checklist=[ChecklistItem(rule_id=r, text=t) for r, t in decisions.checklist],
+        alternatives=[Alternative(layout=a.layout, reason=a.reason, memory_total=a.estimate.memory.total,
+                                  step_time=getattr(a.estimate, "step_time", None)) for a in result.alternatives],
+        findings=findings,
+        trace=trace,
+        candidates_examined=result.examined,
+    )

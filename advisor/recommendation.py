@@ -1,0 +1,134 @@
+"""`Recommendation`: the layout, its estimates, the checklist, the runners-up and the trace."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .audit import Finding
+from .estimate import Estimate
+from .layout import Framework, Layout
+from .specs import Cluster, Model, Training
+from .trace import Trace
+from .units import format_bytes
+
+__all__ = ["Recommendation", "Alternative", "ChecklistItem", "estimate_lines"]
+
+_BAR = 40
+
+
+def estimate_lines(est: Estimate) -> list[str]:
+    """Per-GPU memory as a bar per term against capacity, then time and communication."""
+    m = est.memory
+    gib = 2**30
+    terms = [("weights", m.weights), ("gradients", m.gradients), ("optimizer", m.optimizer),
+             ("activations", m.activations), ("buffers", m.buffers), ("reserve", m.reserve)]
+    lines = [f"Memory per GPU (most-loaded rank, stage {m.stage}): {m.total / gib:.1f} of {m.capacity / gib:.1f} GiB, "
+             f"headroom {m.headroom / gib:.1f} GiB"]
+    for name, value in terms:
+        bar = "#" * round(_BAR * value / m.capacity) if m.capacity else ""
+        lines.append(f"  {name:<12}{value / gib:>7.1f} GiB  {bar}")
+    if m.offloaded_to_host or m.offloaded_to_nvme:
+        lines.append(f"  offloaded   {m.offloaded_to_host / gib:>7.1f} GiB to host, {m.offloaded_to_nvme / gib:.1f} GiB to NVMe")
+    comm = ", ".join(f"{dim} {getattr(est.comm, dim).seconds:.2f} s ({getattr(est.comm, dim).link})"
+                     for dim in ("tp", "pp", "dp", "cp", "ep") if getattr(est.comm, dim).seconds > 0)
+    lines += [
+        f"Step {est.step_time:.2f} s: compute {est.compute_time:.2f} s, bubble {est.bubble_fraction:.1%}, "
+        f"exposed comm {est.exposed_comm_time:.2f} s, optimizer {est.optimizer_time:.2f} s",
+        f"Throughput {est.tokens_per_second:,.0f} tokens/s, MFU {est.mfu:.1%}, comm/compute ratio {est.comm_ratio:.2f}",
+    ]
+    if comm:
+        lines.append(f"Communication per step (before overlap): {comm}")
+    return lines
+
+
+class ChecklistItem(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    rule_id: str
+    text: str
+
+
+class Alternative(BaseModel):
+    """A runner-up layout that also fits, with why the planner ranked it lower."""
+
+    model_config = ConfigDict(frozen=True)
+    layout: Layout
+    reason: str
+    memory_total: int
+    step_time: float | None = None
+
+
+class Recommendation(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    status: Literal["recommended", "infeasible"]
+    layout: Layout | None
+    framework: Framework | None
+    estimates: Estimate | None = None
+    """Memory, communication, bubble, step time and MFU of the chosen layout (None when infeasible)."""
+    cluster: Cluster
+    model: Model
+    training: Training
+    """The training settings used, with omitted fields resolved (see the trace's `input` events)."""
+    checklist: list[ChecklistItem] = Field(default_factory=list)
+    alternatives: list[Alternative] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+    """The audit of the chosen layout: never an error; warnings and notes worth reading."""
+    trace: Trace
+    candidates_examined: int = 0
+
+    @property
+    def memory(self):
+        """Per-GPU memory breakdown of the chosen layout (most-loaded rank), or None."""
+        return None if self.estimates is None else self.estimates.memory
+
+    def explain(self, level: Literal["summary", "full"] = "summary") -> str:
+        """Human-readable account: the layout, its memory, the rules that chose it, what lost, what to check."""
+        c, m, t = self.cluster, self.model, self.training
+        lines = [
+            f"{m.name} ({m.params / 1e9:.1f}B params) on {c.gpus} x {c.gpu.name} "
+            f"({c.nodes} node{'s' if c.nodes > 1 else ''} x {min(c.gpus, c.gpus_per_node)}, NVLink domain {c.nvlink_domain}), "
+            f"seq {t.seq_len}, global batch {t.global_batch_size}, {t.precision}",
+        ]
+        if self.layout is None:
+            lines.append("No layout fits: see the rejections below.")
+        else:
+            lay = self.layout
+            extras = [f"SP {'on' if lay.sp else 'off'}", f"recompute {lay.recompute}",
+                      f"micro-batch {lay.micro_batch_size} x {lay.num_microbatches}"]
+            if lay.offload != "none":
+                extras.append(f"offload {lay.offload} to {lay.offload_device}")
+            lines.append(f"Recommendation: {self.framework}  {lay.id}  ({', '.join(extras)})")
+        if self.estimates is not None:
+            lines += ["", *estimate_lines(self.estimates)]
+        fired = [e for e in self.trace.events if e.op == "fire"]
+        if fired:
+            lines += ["", "Why (rules that fired, in order):"]
+            for e in fired:
+                lines.append(f"  - {e.rule_id}: {e.message}")
+                if e.effect and e.effect not in ("checklist item", "note"):
+                    lines.append(f"      -> {e.effect}")
+                if level == "full":
+                    facts = ", ".join(f"{k}={v}" for k, v in e.facts.items())
+                    lines.append(f"      facts: {facts}")
+                    lines += [f"      ref: {r.title} ({r.url or r.path})" for r in e.references]
+        planner = [e for e in self.trace.events if e.op in ("reject", "note", "input")]
+        if planner:
+            lines += ["", "Assumptions, rejections and notes:"]
+            lines += [f"  - {e.op}: {(e.candidate + ': ') if e.candidate else ''}{e.message}" for e in planner]
+        if self.alternatives:
+            lines += ["", "Alternatives (also fit, ranked lower):"]
+            for a in self.alternatives:
+                lines.append(f"  - {a.layout.id} ({format_bytes(a.memory_total)} per GPU): {a.reason}")
+        if self.findings:
+            lines += ["", "Audit of the choice:"]
+            lines += [f"  {f.severity}: {f.message} [{f.rule_id}]" for f in self.findings]
+        if self.checklist:
+            lines += ["", "Checklist:"]
+            lines += [f"  {i}. {item.text}  [{item.rule_id}]" for i, item in enumerate(self.checklist, 1)]
+        if level == "full":
+            lines += ["", "Trace:", self.trace.render()]
+            if self.trace.not_fired:
+                lines += ["", "Did not fire: " + ", ".join(self.trace.not_fired)]
+        return "\n".join(lines)

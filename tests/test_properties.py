@@ -1,0 +1,61 @@
+"""Layout invariants, stated as hypothesis properties over generated clusters and models."""
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import advisor
+from advisor import Cluster, Model, Training
+
+MODELS = ["llama-2-7b", "llama-2-13b", "llama-3-8b", "llama-3-70b", "mixtral-8x7b", "qwen2.5-7b", "gpt-3-175b"]
+GPUS = ["A100-40GB", "A100-80GB", "H100-SXM-80GB", "H200", "B200", "MI300X"]
+
+
+@st.composite
+def situations(draw):
+    gpu = draw(st.sampled_from(GPUS))
+    nodes_or_gpus = draw(st.sampled_from([1, 2, 4, 8, 16, 32, 64, 128, 256]))
+    model = draw(st.sampled_from(MODELS))
+    seq = draw(st.sampled_from([2048, 4096, 8192, 32768]))
+    gbs = draw(st.sampled_from([256, 512, 1024, 2048]))
+    return Cluster(gpu=gpu, gpus=nodes_or_gpus), Model.preset(model), Training(seq_len=seq, global_batch_size=gbs)
+
+
+PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@PROPERTY
+@given(situations())
+def test_layout_invariants(s):
+    cluster, model, training = s
+    rec = advisor.recommend(cluster, model, training)
+    if rec.status == "infeasible":
+        assert rec.layout is None and any(e.op == "reject" for e in rec.trace.events)
+        return
+    lay = rec.layout
+    assert lay.tp * lay.pp * lay.cp * lay.dp == cluster.gpus
+    assert lay.tp <= cluster.nvlink_domain
+    assert model.heads % lay.tp == 0
+    assert model.layers % lay.pp == 0
+    assert training.global_batch_size == lay.micro_batch_size * lay.num_microbatches * lay.dp
+    assert rec.memory.fits
+    if lay.sp:
+        assert lay.tp > 1
+
+
+@PROPERTY
+@given(situations())
+def test_same_input_same_recommendation_and_trace(s):
+    a = advisor.recommend(*s)
+    b = advisor.recommend(*s)
+    assert a.model_dump_json() == b.model_dump_json()
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.sampled_from(GPUS), st.sampled_from([8, 16, 64]), st.sampled_from(MODELS))
+def test_unit_equivalent_inputs_give_the_same_answer(gpu, gpus, model):
+    from advisor import GPU, presets
+    spec = presets.gpu(gpu)
+    as_bytes = GPU(**{**spec, "memory": GPU(**spec).memory})
+    a = advisor.recommend(Cluster(gpu=GPU(**spec), gpus=gpus), model)
+    b = advisor.recommend(Cluster(gpu=as_bytes, gpus=gpus), model)
+    assert a.model_dump_json() == b.model_dump_json()

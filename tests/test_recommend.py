@@ -1,0 +1,126 @@
+"""End to end: inputs -> facts -> rules -> planner -> Recommendation, on the issue's reference cases."""
+
+import json
+
+import pytest
+
+import advisor
+from advisor import Cluster, Model, Training
+from advisor.rulebook import builtin_rulebook
+
+
+@pytest.fixture(scope="module")
+def small_zero():
+    return advisor.recommend(Cluster(gpu="A100-80GB", gpus=16), "llama-2-7b")
+
+
+@pytest.fixture(scope="module")
+def large_tp_pp():
+    return advisor.recommend(Cluster(gpu="H100-SXM-80GB", gpus=64), "llama-3-70b", Training(seq_len="8k", global_batch_size=512))
+
+
+def test_small_cluster_tight_memory_gets_deepspeed_zero_without_tp_pp(small_zero):
+    rec = small_zero
+    assert rec.status == "recommended"
+    assert rec.framework == "deepspeed"
+    assert rec.layout.zero_stage in (2, 3)
+    assert rec.layout.tp == 1 and rec.layout.pp == 1 and rec.layout.dp == 16
+    fired = rec.trace.fired()
+    assert "matrix.small-cluster-tight-memory" in fired
+    assert "checklist.small-cluster-start-with-zero" in fired
+
+
+def test_70b_on_64_h100_gets_megatron_tp_inside_the_node_times_pp(large_tp_pp):
+    rec = large_tp_pp
+    lay = rec.layout
+    assert rec.framework == "megatron"
+    assert 1 < lay.tp <= 8 and lay.pp > 1
+    assert lay.tp * lay.pp * lay.cp * lay.dp == 64
+    assert lay.sp and lay.zero_stage == 1
+    fired = rec.trace.fired()
+    assert "matrix.large-model-tp-pp" in fired
+    assert "checklist.large-model-pin-tp-to-node" in fired
+    assert "constraint.tp-within-nvlink-domain" in fired
+
+
+def test_trace_ids_exist_in_rules_and_cite_sources(small_zero, large_tp_pp):
+    book = builtin_rulebook()
+    for rec in (small_zero, large_tp_pp):
+        assert rec.trace.ruleset_revision == book.revision
+        for event in rec.trace.events:
+            if event.op == "fire":
+                assert event.rule_id in book.rules
+                assert event.references
+                assert event.facts, event.rule_id
+
+
+def test_checklist_items_come_from_checklist_rules(large_tp_pp):
+    items = {c.rule_id for c in large_tp_pp.checklist}
+    assert "checklist.acceptance-baselines" in items
+    assert all(i in builtin_rulebook().rules for i in items)
+
+
+def test_memory_and_estimates_are_reported(large_tp_pp):
+    mem = large_tp_pp.memory
+    assert mem.fits and 0 < mem.total <= mem.capacity
+    assert mem.total == pytest.approx(mem.weights + mem.gradients + mem.optimizer + mem.activations + mem.buffers, rel=0.05)
+
+
+def test_json_round_trips(large_tp_pp):
+    text = large_tp_pp.model_dump_json()
+    again = advisor.Recommendation.model_validate_json(text)
+    assert again.layout == large_tp_pp.layout
+    assert json.loads(text)["trace"]["events"]
+
+
+def test_explain_names_layout_rules_and_checklist(large_tp_pp):
+    text = large_tp_pp.explain()
+    assert large_tp_pp.layout.id in text
+    assert "matrix.large-model-tp-pp" in text
+    assert "Checklist" in text
+    assert "ref:" in large_tp_pp.explain("full")
+
+
+def test_dicts_and_preset_names_are_accepted():
+    a = advisor.recommend({"gpu": "A100-80GB", "gpus": 16}, "llama-2-7b", {"seq_len": 4096})
+    b = advisor.recommend(Cluster(gpu="A100-80GB", gpus=16), Model.preset("llama-2-7b"), Training(seq_len=4096))
+    assert a.model_dump() == b.model_dump()
+
+
+def test_resolved_training_is_reported_in_the_trace():
+    rec = advisor.recommend(Cluster(gpu="A100-80GB", gpus=16), "llama-2-7b")
+    inputs = [e.message for e in rec.trace.events if e.op == "input"]
+    assert any("seq_len" in m for m in inputs) and any("global_batch_size" in m for m in inputs)
+    assert rec.training.seq_len == 4096 and rec.training.global_batch_size == 1024
+
+
+def test_both_engines_give_the_same_recommendation():
+    cluster, model = Cluster(gpu="H100", gpus=64), "llama-3-70b"
+    d = advisor.recommend(cluster, model, engine="durable").model_dump()
+    p = advisor.recommend(cluster, model, engine="python").model_dump()
+    assert d["trace"].pop("engine") == "durable" and p["trace"].pop("engine") == "python"
+    assert d == p
+
+
+def test_infeasible_is_a_result_with_reasons_not_an_exception():
+    rec = advisor.recommend(Cluster(gpu="V100-16GB", gpus=1), "llama-3.1-405b")
+    assert rec.status == "infeasible" and rec.layout is None
+    assert any(e.op == "reject" for e in rec.trace.events)
+    assert "No layout fits" in rec.explain()
+
+
+@pytest.mark.parametrize("bad, field", [
+    (dict(cluster={"gpu": "H100", "gpus": 0}, model="llama-2-7b"), "gpus"),
+    (dict(cluster={"gpu": "H100x", "gpus": 8}, model="llama-2-7b"), "Cluster.gpu"),
+    (dict(cluster={"gpu": "H100", "gpus": 8}, model="llama-9-7b"), "Model.preset"),
+    (dict(cluster={"gpu": {"memory": "80 GHz", "peak_flops": "1 PFLOP/s", "nvlink_bandwidth": "900 GB/s"}, "gpus": 8},
+          model="llama-2-7b"), "memory"),
+    (dict(cluster={"gpu": "H100", "gpus": 8},
+          model={"layers": 4, "hidden": 1000, "heads": 7, "ffn_hidden": 4000, "vocab": 1000}), "Model.hidden"),
+    (dict(cluster={"gpu": "H100", "gpus": 12}, model="llama-2-7b"), "Cluster.gpus"),
+    (dict(cluster={"gpu": "H100", "gpus": 8, "colour": "red"}, model="llama-2-7b"), "colour"),
+])
+def test_bad_inputs_name_the_field(bad, field):
+    with pytest.raises(ValueError) as err:
+        advisor.recommend(bad["cluster"], bad["model"])
+    assert field in str(err.value)
