@@ -1,0 +1,281 @@
+"""Read a Hugging Face `config.json` into an `advisor.Model`.
+
+`model_from_hf_config(path_or_dict)` accepts a path to a `config.json` (or to a checkpoint folder
+that holds one) or the already-parsed dict. `model_type` picks the architecture family, which
+fixes what the config file leaves implicit (activation, norm, biases, position embedding, whether
+the embeddings are tied when the file does not say). Supported `model_type`s:
+
+| model_type              | family defaults                                              |
+|-------------------------|--------------------------------------------------------------|
+| llama, mistral, mixtral | SwiGLU, RMSNorm, RoPE, no biases, untied                     |
+| qwen2                   | as llama, plus a bias on the q/k/v projections               |
+| deepseek_v3, deepseek_v2| as llama, plus MLA attention and DeepSeekMoE (shared experts)|
+| gpt_neox                | GeLU, LayerNorm, RoPE, biases, untied                        |
+| bloom                   | GeLU, LayerNorm, ALiBi, biases, tied                         |
+| gpt2                    | GeLU, LayerNorm, learned positions, biases, tied             |
+
+Key names and class defaults are those of the Hugging Face `transformers` configuration classes
+(huggingface/transformers, src/transformers/models/<type>/configuration_<type>.py: LlamaConfig,
+MistralConfig, MixtralConfig, Qwen2Config, DeepseekV3Config, GPTNeoXConfig, BloomConfig,
+GPT2Config) and of the published checkpoints' config.json files. Old aliases are accepted:
+`n_layer`/`n_head`/`n_embd`/`n_embed`/`n_inner`/`n_positions` (GPT-2, BLOOM; BloomConfig still
+accepts `n_embed` for `hidden_size`).
+
+A key the family needs that is missing raises `advisor.InputError` naming the key and the
+model_type; so do a path that does not exist and a file that is not a JSON object.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .errors import InputError
+from .specs import MLA, Model
+
+__all__ = ["model_from_hf_config", "SUPPORTED_MODEL_TYPES"]
+
+
+@dataclass(frozen=True)
+class _Family:
+    activation: str
+    norm: str
+    position_embedding: str
+    bias: bool
+    qkv_bias: bool
+    tied_default: bool          # the transformers config class's tie_word_embeddings default
+    ffn_default_4h: bool        # intermediate size may be omitted (4 * hidden)
+    moe: str | None = None      # "mixtral" | "deepseek"
+
+
+_LLAMA = _Family("swiglu", "rmsnorm", "rope", False, False, False, False)
+_FAMILIES: dict[str, _Family] = {
+    "llama": _LLAMA,
+    "mistral": _LLAMA,
+    "mixtral": _Family("swiglu", "rmsnorm", "rope", False, False, False, False, moe="mixtral"),
+    "qwen2": _Family("swiglu", "rmsnorm", "rope", False, True, False, False),
+    "deepseek_v3": _Family("swiglu", "rmsnorm", "rope", False, False, False, False, moe="deepseek"),
+    "deepseek_v2": _Family("swiglu", "rmsnorm", "rope", False, False, False, False, moe="deepseek"),
+    "gpt_neox": _Family("gelu", "layernorm", "rope", True, False, False, False),
+    "bloom": _Family("gelu", "layernorm", "alibi", True, False, True, True),
+    "gpt2": _Family("gelu", "layernorm", "learned", True, False, True, True),
+}
+SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(_FAMILIES)
+
+# Accepted spellings, first one is the name used in messages.
+_LAYERS = ("num_hidden_layers", "n_layer", "num_layers")
+_HIDDEN = ("hidden_size", "n_embd", "n_embed", "d_model")
+_HEADS = ("num_attention_heads", "n_head")
+_FFN = ("intermediate_size", "n_inner", "ffn_hidden_size")
+_VOCAB = ("vocab_size",)
+_MAX_POS = ("max_position_embeddings", "n_positions", "max_sequence_length")
+
+
+def model_from_hf_config(path_or_dict: str | os.PathLike[str] | Mapping[str, Any], *,
+                         name: str | None = None) -> Model:
+    """An `advisor.Model` from a Hugging Face config.json (a path, a folder holding one, or a dict).
+
+    `name` overrides the model's name (default: the config's `_name_or_path`, else the checkpoint
+    folder's name for a `config.json`, else the file's stem, else the model_type). The parameter
+    count is computed from the architecture, never read from the file.
+    """
+    cfg, where = _load(path_or_dict)
+    model_type = cfg.get("model_type")
+    if model_type is None:
+        raise InputError("hf_config.model_type", None,
+                         f"one of {list(SUPPORTED_MODEL_TYPES)} (the key is missing)", _where(where))
+    if not isinstance(model_type, str) or model_type not in _FAMILIES:
+        raise InputError("hf_config.model_type", model_type, f"one of {list(SUPPORTED_MODEL_TYPES)}",
+                         "a llama-like model can be read by setting model_type to 'llama' in a copy")
+    fam = _FAMILIES[model_type]
+    r = _Reader(cfg, model_type, where)
+
+    layers = r.required(_LAYERS)
+    hidden = r.required(_HIDDEN)
+    heads = r.required(_HEADS)
+    vocab = r.required(_VOCAB)
+    ffn = r.optional(_FFN)
+    if ffn is None:
+        if not fam.ffn_default_4h:
+            r.missing(_FFN)
+        ffn = 4 * hidden
+    kv_heads = r.optional(("num_key_value_heads",)) or heads   # Llama 1 configs omit it (MHA)
+    max_position = r.optional(_MAX_POS)
+
+    kwargs: dict[str, Any] = dict(
+        name=name or str(cfg.get("_name_or_path") or _name_from_path(where) or model_type),
+        layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, ffn_hidden=ffn, vocab=vocab,
+        activation=fam.activation, norm=fam.norm, position_embedding=fam.position_embedding,
+        bias=fam.bias, qkv_bias=fam.qkv_bias,
+        tied_embeddings=r.flag("tie_word_embeddings", fam.tied_default),
+        max_position=max_position, seq_len=_pretraining_context(cfg, max_position, r),
+        source=_source(cfg, where),
+    )
+    head_dim = r.optional(("head_dim",))
+    if head_dim is not None and fam.moe != "deepseek":
+        kwargs["head_dim"] = head_dim
+
+    if model_type in ("llama", "mistral", "mixtral"):
+        # LlamaConfig: attention_bias covers q, k, v and o; mlp_bias the MLP. advisor.Model
+        # knows "all linear layers" or "q/k/v only"; o_proj's bias (hidden per layer) is dropped
+        # in the second case.
+        attention_bias = r.flag("attention_bias", False)
+        mlp_bias = r.flag("mlp_bias", False)
+        if attention_bias and mlp_bias:
+            kwargs["bias"] = True
+        elif attention_bias:
+            kwargs["qkv_bias"] = True
+
+    if fam.moe == "mixtral":
+        kwargs["experts"] = r.required(("num_local_experts",))
+        kwargs["experts_per_token"] = r.required(("num_experts_per_tok",))
+    elif fam.moe == "deepseek":
+        _deepseek(r, kwargs)
+
+    try:
+        return Model(**kwargs)
+    except ValidationError as e:                 # a shape advisor.Model refuses (e.g. hidden % heads)
+        err = e.errors()[0]
+        inner = (err.get("ctx") or {}).get("error")
+        if isinstance(inner, InputError):
+            raise inner from None
+        fieldname = str(err["loc"][0]) if err["loc"] else ""
+        raise InputError(f"hf_config.{_HF_KEY.get(fieldname, fieldname)}", err.get("input"),
+                         f"{err['msg']} (model_type '{model_type}')", _where(where)) from None
+
+
+# advisor.Model field -> the Hugging Face key it came from, for messages.
+_HF_KEY = {"layers": _LAYERS[0], "hidden": _HIDDEN[0], "heads": _HEADS[0], "kv_heads": "num_key_value_heads",
+           "ffn_hidden": _FFN[0], "vocab": _VOCAB[0], "max_position": _MAX_POS[0], "experts": "n_routed_experts",
+           "experts_per_token": "num_experts_per_tok", "moe_ffn_hidden": "moe_intermediate_size",
+           "dense_layers": "first_k_dense_replace", "mtp_layers": "num_nextn_predict_layers"}
+
+
+# --- DeepSeek-V2/V3 ------------------------------------------------------------------------------
+
+def _deepseek(r: "_Reader", kwargs: dict[str, Any]) -> None:
+    """MLA and DeepSeekMoE keys (deepseek-ai/DeepSeek-V3 config.json; DeepseekV3Config)."""
+    kwargs["mla"] = MLA(
+        q_lora_rank=r.optional(("q_lora_rank",)),          # null in DeepSeek-V2-Lite: q is not compressed
+        kv_lora_rank=r.required(("kv_lora_rank",)),
+        qk_nope_head_dim=r.required(("qk_nope_head_dim",)),
+        qk_rope_head_dim=r.required(("qk_rope_head_dim",)),
+        v_head_dim=r.required(("v_head_dim",)),
+    )
+    experts = r.optional(("n_routed_experts",))
+    if experts is None or experts <= 1:
+        return                                               # a dense DeepSeek configuration
+    kwargs["experts"] = experts
+    kwargs["experts_per_token"] = r.required(("num_experts_per_tok",))
+    kwargs["moe_ffn_hidden"] = r.required(("moe_intermediate_size",))
+    kwargs["shared_experts"] = r.required(("n_shared_experts",), allow_zero=True)
+    # Layer i is MoE when i >= first_k_dense_replace and i % moe_layer_freq == 0 (modeling_deepseek.py);
+    # advisor counts every moe_layer_freq-th layer after the dense ones, the same set when the
+    # frequency is 1 (DeepSeek-V2 and V3).
+    kwargs["dense_layers"] = r.required(("first_k_dense_replace",), allow_zero=True)
+    kwargs["moe_layer_freq"] = r.optional(("moe_layer_freq",)) or 1
+    kwargs["mtp_layers"] = r.optional(("num_nextn_predict_layers",), allow_zero=True) or 0
+
+
+# --- helpers ---------------------------------------------------------------------------------------
+
+def _pretraining_context(cfg: Mapping[str, Any], max_position: int | None, r: "_Reader") -> int | None:
+    """The context the model was pretrained at: RoPE scaling's original length when the config
+    extends it (Llama 3.1: 8192 of 131072; DeepSeek-V3: 4096 of 163840), else max_position."""
+    scaling = cfg.get("rope_scaling")
+    if isinstance(scaling, Mapping) and scaling.get("original_max_position_embeddings") is not None:
+        return r.value("rope_scaling.original_max_position_embeddings",
+                       scaling["original_max_position_embeddings"])
+    return max_position
+
+
+def _source(cfg: Mapping[str, Any], where: str | None) -> str:
+    parts = ["Hugging Face config.json"]
+    if cfg.get("_source"):
+        parts.append(str(cfg["_source"]))
+    if where:
+        parts.append(where)
+    return "; ".join(parts)
+
+
+def _where(where: str | None) -> str | None:
+    return f"read from {where}" if where else None
+
+
+def _name_from_path(where: str | None) -> str | None:
+    if not where:
+        return None
+    path = Path(where)
+    return path.parent.name if path.name == "config.json" and path.parent.name else path.stem
+
+
+class _Reader:
+    """Typed look-ups in the config dict that fail with the key's name and the model_type."""
+
+    def __init__(self, cfg: Mapping[str, Any], model_type: str, where: str | None):
+        self.cfg, self.model_type, self.where = cfg, model_type, where
+
+    def missing(self, keys: tuple[str, ...]) -> None:
+        notes = [f"also accepted: {', '.join(keys[1:])}"] if len(keys) > 1 else []
+        if self.where:
+            notes.append(f"read from {self.where}")
+        hint = "; ".join(notes) or None
+        raise InputError(f"hf_config.{keys[0]}", None,
+                         f"a positive integer (the key is missing for model_type '{self.model_type}')", hint)
+
+    def value(self, key: str, v: Any, allow_zero: bool = False) -> int:
+        ok = isinstance(v, int) and not isinstance(v, bool) and (v > 0 or (allow_zero and v == 0))
+        if not ok:
+            want = "a non-negative integer" if allow_zero else "a positive integer"
+            raise InputError(f"hf_config.{key}", v, f"{want} (model_type '{self.model_type}')", _where(self.where))
+        return v
+
+    def optional(self, keys: tuple[str, ...], allow_zero: bool = False) -> int | None:
+        for k in keys:
+            if self.cfg.get(k) is not None:
+                return self.value(k, self.cfg[k], allow_zero)
+        return None
+
+    def required(self, keys: tuple[str, ...], allow_zero: bool = False) -> int:
+        v = self.optional(keys, allow_zero)
+        if v is None:
+            self.missing(keys)
+        return v  # type: ignore[return-value]
+
+    def flag(self, key: str, default: bool) -> bool:
+        v = self.cfg.get(key)
+        if v is None:
+            return default
+        if not isinstance(v, bool):
+            raise InputError(f"hf_config.{key}", v, f"true or false (model_type '{self.model_type}')", _where(self.where))
+        return v
+
+
+def _load(path_or_dict: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[Mapping[str, Any], str | None]:
+    if isinstance(path_or_dict, Mapping):
+        return path_or_dict, None
+    if not isinstance(path_or_dict, (str, os.PathLike)):
+        raise InputError("hf_config", type(path_or_dict).__name__, "a path to config.json or a dict")
+    path = Path(path_or_dict)
+    if path.is_dir():
+        path = path / "config.json"
+    if not path.is_file():
+        raise InputError("hf_config", str(path), "an existing config.json file (or a folder holding one)")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError("hf_config", str(path), "a readable UTF-8 JSON file", str(e)) from None
+    try:
+        cfg = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError("hf_config", str(path), "a JSON object",
+                         f"not JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
+    if not isinstance(cfg, dict):
+        raise InputError("hf_config", str(path), "a JSON object", f"the file holds a {type(cfg).__name__}")
+    return cfg, str(path)

@@ -1,0 +1,253 @@
+"""Hugging Face config.json -> advisor.Model: families, aliases, parameter totals, errors."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+
+import advisor
+from advisor import presets
+from advisor.errors import UnknownPresetError
+from advisor.hf import SUPPORTED_MODEL_TYPES, model_from_hf_config
+
+HF = Path(__file__).parent / "data" / "hf"
+
+# Totals the checkpoints publish (Hugging Face safetensors metadata / model cards). DeepSeek-V3 is
+# stated as 671B (main model; its one MTP module, 11.5B unique parameters per the DeepSeek-V3
+# README_WEIGHTS.md, is counted apart), BLOOM-560m includes its embedding LayerNorm (2 x hidden),
+# which advisor.Model does not represent.
+PUBLISHED = {
+    "llama-2-7b": 6_738_415_616,
+    "llama-3-70b": 70_553_706_496,
+    "llama-3.1-405b": 405_853_388_800,
+    "mixtral-8x7b": 46_702_792_704,
+    "qwen2.5-7b": 7_615_616_512,
+    "gpt2": 124_439_808,
+    "gpt-neox-20b": 20_554_567_680,
+    "bloom-560m": 559_214_592,
+}
+FIXTURES = sorted(p.stem for p in HF.glob("*.json"))
+# Fixtures of models the presets table carries (issue 6: "configs for the model presets round-trip").
+PRESET_FIXTURES = ["llama-2-7b", "llama-3-70b", "llama-3.1-405b", "mixtral-8x7b", "qwen2.5-7b", "deepseek-v3"]
+
+
+def _preset(name: str) -> advisor.Model | None:
+    try:
+        return advisor.Model.preset(name)
+    except UnknownPresetError:
+        return None
+
+
+def test_every_fixture_names_its_source():
+    assert set(FIXTURES) >= set(PRESET_FIXTURES)
+    for name in FIXTURES:
+        cfg = json.loads((HF / f"{name}.json").read_text())
+        assert cfg["_source"].startswith("huggingface.co/"), name
+
+
+@pytest.mark.parametrize("name", [n for n in FIXTURES if n in PUBLISHED and n != "bloom-560m"])
+def test_parameter_total_matches_published(name):
+    assert model_from_hf_config(HF / f"{name}.json").params == PUBLISHED[name]
+
+
+@pytest.mark.parametrize("name", PRESET_FIXTURES)
+def test_round_trips_to_the_preset(name):
+    """config.json and the preset describe the same model: the same parameter count."""
+    preset = _preset(name)
+    if preset is None:
+        pytest.skip(f"no preset named {name!r} (yet); the published total is checked instead")
+    model = model_from_hf_config(HF / f"{name}.json")
+    assert model.params == preset.params
+    assert (model.layers, model.hidden, model.heads, model.kv_heads, model.vocab) == (
+        preset.layers, preset.hidden, preset.heads, preset.kv_heads, preset.vocab)
+
+
+def test_preset_published_totals_agree_with_fixtures():
+    for name in FIXTURES:
+        published = presets.published_params(name) if _preset(name) else None
+        if published and name in PUBLISHED:
+            assert published == PUBLISHED[name], name
+
+
+def test_deepseek_v3():
+    m = model_from_hf_config(HF / "deepseek-v3.json")
+    assert round(m.params / 1e9) == 671                      # "671B total parameters"
+    assert (m.experts, m.experts_per_token, m.shared_experts) == (256, 8, 1)
+    assert (m.moe_ffn_hidden, m.ffn_hidden, m.dense_layers, m.moe_layer_freq) == (2048, 18432, 3, 1)
+    assert m.mla is not None and (m.mla.q_lora_rank, m.mla.kv_lora_rank) == (1536, 512)
+    assert (m.mla.qk_nope_head_dim, m.mla.qk_rope_head_dim, m.mla.v_head_dim) == (128, 64, 128)
+    assert m.mtp_layers == 1
+    assert (m.seq_len, m.max_position) == (4096, 163840)     # YaRN extends a 4K pretraining context
+    assert not m.tied_embeddings
+
+
+def test_mixtral_and_qwen_family_defaults():
+    mix = model_from_hf_config(HF / "mixtral-8x7b.json")
+    assert (mix.experts, mix.experts_per_token, mix.moe_ffn_hidden) == (8, 2, 14336)
+    qwen = model_from_hf_config(HF / "qwen2.5-7b.json")
+    assert qwen.qkv_bias and not qwen.bias and qwen.activation == "swiglu" and qwen.norm == "rmsnorm"
+
+
+def test_llama_3_1_context_is_the_original_one():
+    m = model_from_hf_config(HF / "llama-3.1-405b.json")
+    assert (m.seq_len, m.max_position) == (8192, 131072)
+
+
+def test_gpt2_bloom_neox_style_keys():
+    gpt2 = model_from_hf_config(HF / "gpt2.json")
+    assert (gpt2.layers, gpt2.hidden, gpt2.heads, gpt2.ffn_hidden) == (12, 768, 12, 3072)   # n_inner null -> 4h
+    assert gpt2.position_embedding == "learned" and gpt2.tied_embeddings and gpt2.bias
+    assert gpt2.max_position == 1024
+    bloom = model_from_hf_config(HF / "bloom-560m.json")
+    assert (bloom.layers, bloom.heads, bloom.position_embedding, bloom.norm) == (24, 16, "alibi", "layernorm")
+    assert bloom.tied_embeddings                              # BloomConfig ties by default
+    assert PUBLISHED["bloom-560m"] - bloom.params == 2 * bloom.hidden   # the embedding LayerNorm
+    neox = model_from_hf_config(HF / "gpt-neox-20b.json")
+    assert (neox.activation, neox.norm, neox.bias, neox.tied_embeddings) == ("gelu", "layernorm", True, False)
+
+
+def test_bloom_old_n_embed_alias():
+    cfg = json.loads((HF / "bloom-560m.json").read_text())
+    cfg["n_embed"] = cfg.pop("hidden_size")
+    assert model_from_hf_config(cfg).params == model_from_hf_config(HF / "bloom-560m.json").params
+
+
+def test_llama_1_without_kv_heads_is_mha():
+    cfg = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008, "num_attention_heads": 32,
+           "num_hidden_layers": 32, "vocab_size": 32000, "max_position_embeddings": 2048}
+    m = model_from_hf_config(cfg, name="llama-7b")
+    assert m.kv_heads == 32 and m.name == "llama-7b"
+    assert m.params == PUBLISHED["llama-2-7b"]                # LLaMA 1 7B has Llama 2 7B's shape
+
+
+def test_mistral_head_dim_and_attention_bias():
+    cfg = {"model_type": "mistral", "hidden_size": 5120, "intermediate_size": 14336, "num_attention_heads": 32,
+           "num_key_value_heads": 8, "head_dim": 128, "num_hidden_layers": 40, "vocab_size": 131072}
+    m = model_from_hf_config(cfg)                             # Mistral-Nemo: head_dim * heads != hidden
+    assert m.head_dim == 128
+    llama = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+             "num_hidden_layers": 2, "vocab_size": 100, "attention_bias": True}
+    assert model_from_hf_config(llama).qkv_bias
+    assert model_from_hf_config(dict(llama, mlp_bias=True)).bias
+
+
+def test_directory_holding_config_json(tmp_path):
+    folder = tmp_path / "Llama-2-7b-hf"
+    folder.mkdir()
+    (folder / "config.json").write_text((HF / "llama-2-7b.json").read_text())
+    m = model_from_hf_config(folder)
+    assert m.params == PUBLISHED["llama-2-7b"] and m.name == "Llama-2-7b-hf"
+    assert str(folder) in model_from_hf_config(str(folder)).source
+    assert "meta-llama/Llama-2-7b-hf" in m.source                # the fixture's _source travels along
+    assert model_from_hf_config(HF / "gpt2.json").name == "gpt2"
+    assert model_from_hf_config({"_name_or_path": "org/x", **json.loads((HF / "gpt2.json").read_text())}).name == "org/x"
+
+
+def test_deepseek_without_q_compression():
+    cfg = json.loads((HF / "deepseek-v3.json").read_text())
+    cfg.update(model_type="deepseek_v2", q_lora_rank=None)     # DeepSeek-V2-Lite style
+    m = model_from_hf_config(cfg)
+    assert m.mla is not None and m.mla.q_lora_rank is None
+    assert m.params > model_from_hf_config(HF / "deepseek-v3.json").params   # a full-rank q projection
+
+
+# --- errors -----------------------------------------------------------------------------------
+
+def test_missing_key_names_key_and_model_type():
+    cfg = json.loads((HF / "llama-3-70b.json").read_text())
+    del cfg["num_attention_heads"]
+    with pytest.raises(advisor.InputError, match=r"hf_config\.num_attention_heads") as e:
+        model_from_hf_config(cfg)
+    assert "missing for model_type 'llama'" in str(e.value)
+    assert e.value.field == "hf_config.num_attention_heads"
+    assert pickle.loads(pickle.dumps(e.value)).field == e.value.field
+
+
+@pytest.mark.parametrize("key", ["n_routed_experts", "kv_lora_rank", "moe_intermediate_size", "first_k_dense_replace"])
+def test_deepseek_missing_keys(key):
+    cfg = json.loads((HF / "deepseek-v3.json").read_text())
+    del cfg[key]
+    if key == "n_routed_experts":                              # no routed experts: a dense DeepSeek
+        assert not model_from_hf_config(cfg).is_moe
+        return
+    with pytest.raises(advisor.InputError, match=rf"hf_config\.{key}: .*\n.*\n.*missing for model_type 'deepseek_v3'"):
+        model_from_hf_config(cfg)
+
+
+def test_mixtral_missing_experts():
+    cfg = json.loads((HF / "mixtral-8x7b.json").read_text())
+    del cfg["num_local_experts"]
+    with pytest.raises(advisor.InputError, match=r"hf_config\.num_local_experts"):
+        model_from_hf_config(cfg)
+
+
+def test_gpt2_missing_width_names_all_aliases():
+    cfg = json.loads((HF / "gpt2.json").read_text())
+    del cfg["n_embd"]
+    with pytest.raises(advisor.InputError, match=r"hf_config\.hidden_size") as e:
+        model_from_hf_config(cfg)
+    assert "n_embd" in str(e.value) and "model_type 'gpt2'" in str(e.value)
+
+
+def test_unknown_and_missing_model_type():
+    with pytest.raises(advisor.InputError, match=r"hf_config\.model_type") as e:
+        model_from_hf_config({"model_type": "t5", "d_model": 512})
+    assert "llama" in str(e.value)
+    with pytest.raises(advisor.InputError, match=r"hf_config\.model_type"):
+        model_from_hf_config({"hidden_size": 64})
+    with pytest.raises(advisor.InputError, match=r"hf_config\.model_type"):
+        model_from_hf_config({"model_type": ["llama"]})
+    assert set(SUPPORTED_MODEL_TYPES) >= {"llama", "mistral", "mixtral", "qwen2", "deepseek_v3", "gpt_neox",
+                                          "bloom", "gpt2"}
+
+
+@pytest.mark.parametrize("bad", ["64", 64.0, True, -1, 0])
+def test_non_integer_values_are_rejected(bad):
+    cfg = {"model_type": "llama", "hidden_size": bad, "intermediate_size": 128, "num_attention_heads": 4,
+           "num_hidden_layers": 2, "vocab_size": 100}
+    with pytest.raises(advisor.InputError, match=r"hf_config\.hidden_size"):
+        model_from_hf_config(cfg)
+
+
+def test_tie_word_embeddings_must_be_boolean():
+    cfg = json.loads((HF / "llama-2-7b.json").read_text())
+    cfg["tie_word_embeddings"] = "no"
+    with pytest.raises(advisor.InputError, match=r"hf_config\.tie_word_embeddings"):
+        model_from_hf_config(cfg)
+
+
+def test_missing_path(tmp_path):
+    with pytest.raises(advisor.InputError, match=r"hf_config: .*\n.*nope\.json"):
+        model_from_hf_config(tmp_path / "nope.json")
+    with pytest.raises(advisor.InputError, match="existing config.json"):
+        model_from_hf_config(tmp_path)                         # a folder without config.json
+
+
+def test_not_json_and_not_an_object(tmp_path):
+    bad = tmp_path / "config.json"
+    bad.write_text("{'model_type': 'llama',}")
+    with pytest.raises(advisor.InputError, match="not JSON: .* line 1"):
+        model_from_hf_config(bad)
+    bad.write_text("[1, 2]")
+    with pytest.raises(advisor.InputError, match="holds a list"):
+        model_from_hf_config(bad)
+    bad.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(advisor.InputError, match="UTF-8"):
+        model_from_hf_config(bad)
+
+
+def test_shapes_advisor_refuses_are_input_errors():
+    base = {"model_type": "llama", "hidden_size": 65, "intermediate_size": 128, "num_attention_heads": 2,
+            "num_hidden_layers": 2, "vocab_size": 100}
+    with pytest.raises(advisor.InputError, match=r"Model\.hidden"):
+        model_from_hf_config(base)                             # hidden % heads != 0 (Megatron M7)
+    with pytest.raises(advisor.InputError, match=r"hf_config\.num_hidden_layers[\s\S]*model_type 'llama'"):
+        model_from_hf_config(dict(base, hidden_size=64, num_hidden_layers=10**6))
+
+
+def test_wrong_argument_type():
+    with pytest.raises(advisor.InputError, match="a path to config.json or a dict"):
+        model_from_hf_config(42)  # type: ignore[arg-type]
