@@ -11,6 +11,8 @@ source, or are stated as an assumption when no public source pins them down.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["Assumptions", "GiB"]
@@ -67,10 +69,25 @@ class Assumptions(BaseModel):
     each weight across micro-batches (`is_first_microbatch`); Hopper GEMMs also need its transpose,
     which would add one more byte. Assumption: 1."""
 
+    megatron_main_grad_bytes: float = Field(4.0, gt=0)
+    """Bytes per gradient element in Megatron's bf16/fp8 gradient buffer: 4 because Megatron-LM forces
+    fp32 accumulation and reduction for bf16 (arguments.py: `accumulate_allreduce_grads_in_fp32 = True`;
+    NeMo 2 recipes set `grad_reduce_in_fp32=True`). NeMo 1.x with megatron_amp_O2 and distributed
+    fused Adam keeps bf16 gradients (`optim.grad_sync_dtype=bf16`, NeMo docs mixed_precision.rst): 2."""
+
+    fsdp_state_bytes: tuple[float, float, float] = (4.0, 4.0, 8.0)
+    """(params, grads, optimizer) bytes per parameter for framework "torchtitan" (PyTorch FSDP):
+    torchtitan keeps fp32 sharded params and reduces grads in fp32 (MixedPrecisionPolicy(
+    param_dtype=bf16, reduce_dtype=fp32)) with fp32 Adam moments: 4/4/8. A model loaded in bf16 and
+    trained without fp32 master weights (HF Trainer with torch_dtype=bfloat16 + FSDP) is 2/2/4."""
+
     # ---------------------------------------------------------------- memory: activations
-    dropout_masks: bool = True
-    """Store 1-byte dropout masks (attention-output, MLP-output, embedding dropout), as Korthikanti et
-    al. 2022 §4.1 counts them. Set False for models trained with dropout 0 (Llama-style)."""
+    dropout_masks: bool | Literal["auto"] = "auto"
+    """Store 1-byte dropout masks and attention-dropout outputs (Korthikanti et al. 2022 §4.1 counts
+    them: 2sbh per layer + as^2b). "auto": stored for GPT-2/3-style models (biases or learned position
+    embeddings; GPT-2/3, BLOOM, OPT train with dropout 0.1), not for Llama-style models, which train
+    with dropout 0 (Llama papers; NeMo/HF configs), where PyTorch's dropout with p=0 returns its input
+    and keeps no mask."""
 
     fp8_activation_bytes: float = Field(1.0, gt=0)
     """Bytes per saved element of linear-layer inputs (QKV, out-proj, FC1, FC2) when precision is fp8:

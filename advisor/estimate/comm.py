@@ -182,7 +182,7 @@ def dp_terms(c: Ctx, A, dense: float, expert: float):
     groups = ((dense, c.dense_shard, c.tp * c.cp), (expert, c.edp, c.etp * c.ep))
     fw, z = c.framework, c.zero
     if fw == "megatron":
-        g = 2.0 if c.precision == "fp16" else 4.0
+        g = 2.0 if c.precision == "fp16" else A.megatron_main_grad_bytes
         if z == 0:
             once_g, once_p, mb = [(2, g)], [], []
         elif z <= 2:
@@ -190,10 +190,11 @@ def dp_terms(c: Ctx, A, dense: float, expert: float):
         else:
             once_g, once_p, mb = [], [], [(2, 2.0), (1, g)]
     elif fw == "torchtitan":
+        gb = A.fsdp_state_bytes[1]
         if z == 0:
-            once_g, once_p, mb = [(2, 4.0)], [], []
+            once_g, once_p, mb = [(2, gb)], [], []
         else:
-            once_g, once_p, mb = [], [], [(2, 2.0), (1, 4.0)]
+            once_g, once_p, mb = [], [], [(2, 2.0), (1, gb)]
     else:
         if z == 0:
             once_g, once_p, mb = [(2, 2.0)], [], []

@@ -116,6 +116,7 @@ class Ctx:
     vocab: int
     vpad: int
     tied: bool
+    gpt_style: bool    # biases or learned positions: GPT-2/3-style, trained with dropout
     pc: ParameterCount
     kv_params: int
     pos_params: int
@@ -203,7 +204,8 @@ def resolve(cluster, model, layout, training) -> Ctx:
         f=model.ffn_hidden, f_moe=model.moe_ffn_hidden or model.ffn_hidden,
         gated=model.activation == "swiglu", experts=model.experts, topk=model.experts_per_token,
         shared=model.shared_experts, dense_first=model.dense_layers if model.experts > 1 else model.layers,
-        moe_freq=model.moe_layer_freq, vocab=vocab, vpad=vpad, tied=model.tied_embeddings, pc=pc,
+        moe_freq=model.moe_layer_freq, vocab=vocab, vpad=vpad, tied=model.tied_embeddings,
+        gpt_style=model.bias or model.position_embedding == "learned", pc=pc,
         kv_params=kv_params, pos_params=pc.embedding - vocab * h,
         capacity=g.memory, peak=peak, peak_fp8=g.peak_flops_fp8 or peak, hbm=hbm_bandwidth(g),
         nvlink_bw=cluster.intra_node_bandwidth / 2.0, net_bw=cluster.inter_node_bandwidth,

@@ -39,30 +39,33 @@ __all__ = [
 
 # --------------------------------------------------------------------------- model states
 
-def model_state_bytes_per_param(framework: str, precision: str, zero: int, fp32_grad_partition: bool = True):
+def model_state_bytes_per_param(framework: str, precision: str, zero: int, fp32_grad_partition: bool = True,
+                                main_grad_bytes: float = 4.0, fsdp_bytes=(4.0, 4.0, 8.0)):
     """Bytes per parameter as ((w_rep, w_shard), (g_rep, g_shard), (o_rep, o_shard)): the replicated
     part stays whole on every rank, the sharded part is divided by the data-parallel group size.
 
     megatron (zero 1 = distributed optimizer; 2/3 = Megatron-FSDP optim_grads / optim_grads_params):
-        bf16/fp8: params 2, fp32 main grads 4, optimizer 12 (fp32 master + Adam m, v) -> 18 or 6 + 12/d
+        bf16/fp8: params 2, fp32 main grads 4 (`main_grad_bytes`), optimizer 12 (fp32 master + Adam
+                  m, v) -> 18 or 6 + 12/d
         fp16:     params 2, fp16 grads 2, optimizer 16 (+ fp32 grad copy) -> 20 or 4 + 16/d
     deepspeed / megatron+deepspeed (ZeRO paper §5.1; DeepSpeed estimators):
         params 2, fp16 grads 2, fp32 grad partition 4 (when `fp32_grad_partition`), optimizer 12;
         ZeRO-3 keeps no separate full fp16 gradient (estimator: 18P/N).
-    torchtitan (FSDP2 with MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)): fp32 sharded
-        params 4, fp32 grads 4, Adam 8.
+    torchtitan (PyTorch FSDP): `fsdp_bytes` = (params, grads, optimizer), default fp32 4/4/8 sharded
+        (FSDP2 MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)); zero 0 = replicated (DDP).
     """
     if framework == "megatron":
-        g = 2 if precision == "fp16" else 4
+        g = 2 if precision == "fp16" else main_grad_bytes
         o = 16 if precision == "fp16" else 12
         w_s = 2 if zero >= 3 else 0
         g_s = g if zero >= 2 else 0
         o_s = o if zero >= 1 else 0
         return (2 - w_s, w_s), (g - g_s, g_s), (o - o_s, o_s)
     if framework == "torchtitan":
+        pw, pg, po = fsdp_bytes
         if zero == 0:
-            return (4, 0), (4, 0), (8, 0)
-        return (0, 4), (0, 4), (0, 8)
+            return (pw, 0), (pg, 0), (po, 0)
+        return (0, pw), (0, pg), (0, po)
     f32 = 4 if fp32_grad_partition else 0
     if zero == 0:
         return (2, 0), (2 + f32, 0), (12, 0)
@@ -137,16 +140,21 @@ def moe_mlp_activations(s, b, h, *, t, etp, sp, k, experts, f_moe, shared, gated
     return s * b * (rep / div + shd)
 
 
+def dropout_masks(c: Ctx, A) -> bool:
+    return c.gpt_style if A.dropout_masks == "auto" else bool(A.dropout_masks)
+
+
 def _layer_acts(c: Ctx, A, recompute: str, moe: bool) -> float:
     lin = A.fp8_activation_bytes if c.precision == "fp8" else 2.0
+    masks = dropout_masks(c, A)
     base = per_layer_activations(
         c.s_loc, c.b, c.h, c.a, t=c.tp, sp=c.sp, recompute=recompute, flash=c.flash, f=c.f, gated=c.gated,
-        wq=c.wq, wk=c.wk, wv=c.wv, wo=c.wo, kv_div=c.kv_div, latent=c.latent, dropout_masks=A.dropout_masks,
+        wq=c.wq, wk=c.wk, wv=c.wv, wo=c.wo, kv_div=c.kv_div, latent=c.latent, dropout_masks=masks,
         lin_bytes=lin, s_attn=c.seq, mlp=not moe or recompute == "full",
     )
     if moe and recompute != "full":
         base += moe_mlp_activations(c.s_loc, c.b, c.h, t=c.tp, etp=c.etp, sp=c.sp, k=c.topk, experts=c.experts,
-                                    f_moe=c.f_moe, shared=c.shared, gated=c.gated, dropout_masks=A.dropout_masks,
+                                    f_moe=c.f_moe, shared=c.shared, gated=c.gated, dropout_masks=masks,
                                     lin_bytes=lin, imbalance=A.moe_load_imbalance)
     return base
 
@@ -197,8 +205,9 @@ def stage_memory(c: Ctx, A, k: int):
             dense += word  # tied embeddings: the last stage keeps its own copy (Megatron embedding group)
         dense += pc.final_norm
 
-    (w_r, w_s), (g_r, g_s), (o_r, o_s) = model_state_bytes_per_param(c.framework, c.precision, c.zero,
-                                                                      A.deepspeed_fp32_grad_partition)
+    (w_r, w_s), (g_r, g_s), (o_r, o_s) = model_state_bytes_per_param(
+        c.framework, c.precision, c.zero, A.deepspeed_fp32_grad_partition, A.megatron_main_grad_bytes,
+        A.fsdp_state_bytes)
     nd, ne = c.dense_shard, c.edp
     w_dense = dense * (w_r + w_s / nd)
     w_exp = expert * (w_r + w_s / ne)
@@ -233,7 +242,7 @@ def stage_memory(c: Ctx, A, k: int):
     act_layers = (n_dense * per_dense + n_moe * per_moe) / v * inflight
     div = tp if c.sp else 1
     s_b = c.s_loc * c.b
-    mask = 1.0 if A.dropout_masks else 0.0
+    mask = 1.0 if dropout_masks(c, A) else 0.0
     act_emb = 0.0
     if first:  # token/position ids (8sb) + embedding dropout mask (sbh), per in-flight micro-batch
         act_emb = (8.0 * s_b + mask * s_b * c.h / div) * max(1, inflight // v)
@@ -258,7 +267,7 @@ def stage_memory(c: Ctx, A, k: int):
         # FSDP (Megatron-FSDP, torchtitan): all-gathered 16-bit params of the current and prefetched
         # layer plus one layer's unsharded fp32 gradient before reduce-scatter.
         per_layer = max(dense_layer if n_dense else 0.0, moe_other + routed / (c.ep * c.etp) if n_moe else 0.0)
-        fsdp = (2 * 2 + 4) * per_layer
+        fsdp = (2 * 2 + (A.fsdp_state_bytes[1] if c.framework == "torchtitan" else A.megatron_main_grad_bytes)) * per_layer
         if c.zero == 2 and c.framework == "torchtitan":  # reshard_after_forward=False keeps params gathered
             fsdp += 2 * (dense + expert)
     if c.deepspeed and c.zero in (1, 2):

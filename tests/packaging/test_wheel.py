@@ -14,8 +14,9 @@ REPO = Path(__file__).resolve().parents[2]
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     # --no-isolation: build with the hatchling already installed (the test extra), no download.
-    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(REPO)],
-                   check=True, capture_output=True)
+    done = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(REPO)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     (path,) = out.glob("advisor-*.whl")
     return path
 
