@@ -17,17 +17,18 @@ def _ids(report, severity=None):
 
 
 def test_three_independent_violations_give_three_errors_in_one_call():
-    report = advisor.audit(H100x64, "llama-3-70b", Layout(tp=16, pp=3, vpp=2), T8K)
+    report = advisor.audit(H100x64, "llama-3-70b", Layout(tp=16, pp=3, cp=3, vpp=2), T8K)
     assert set(_ids(report, "error")) == {"megatron.world-divisible-by-model-parallel",
-                                          "megatron.layers-divisible-by-pp", "megatron.interleaved-microbatches"}
+                                          "megatron.cp-sequence-divisible", "megatron.interleaved-microbatches"}
+    assert "megatron.layers-divisible-by-pp" in _ids(report, "warning")     # 80 % 3: runs only with uneven-split flags
     assert not report.ok
     world = next(f for f in report.findings if f.rule_id == "megatron.world-divisible-by-model-parallel")
-    assert world.message == "world_size(64) % (tp(16) * pp(3) * cp(1)) = 16"
-    assert world.fix and world.references and world.facts["check.world_mod_mp"] == 16
+    assert world.message == "world_size(64) % (tp(16) * pp(3) * cp(3)) = 64"
+    assert world.fix and world.references and world.facts["check.world_mod_mp"] == 64
 
 
 def test_errors_come_before_warnings_and_notes():
-    report = advisor.audit(H100x64, "llama-3-70b", Layout(tp=16, pp=3, vpp=2), T8K)
+    report = advisor.audit(H100x64, "llama-3-70b", Layout(tp=16, pp=3, cp=3, vpp=2), T8K)
     order = [f.severity for f in report.findings]
     assert order == sorted(order, key=["error", "warning", "info"].index)
 
@@ -91,6 +92,7 @@ def test_recommendations_pass_their_own_audit():
 
 def test_cli_exit_status_and_json(capsys):
     assert main(["audit", "--model", "llama-3-70b", "--gpu", "H100", "--gpus", "64", "--tp", "16", "--pp", "3"]) == 1
+    assert main(["audit", "--model", "llama-3-70b", "--gpu", "H100", "--gpus", "64", "--pp", "128"]) == 1
     capsys.readouterr()
     assert main(["audit", "--model", "llama-3-70b", "--gpu", "H100", "--gpus", "64", "--tp", "8", "--pp", "2",
                  "--sp", "--zero", "1", "--json"]) == 0
