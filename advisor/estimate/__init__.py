@@ -12,15 +12,8 @@ time.py; calibration against measured Megatron-LM runs is in benchmarks/calibrat
 from __future__ import annotations
 
 from .assumptions import Assumptions
-from .comm import collective, local_members
 from .context import Ctx, resolve
-from .memory import (
-    candidate_stages,
-    memory_terms,
-    model_state_bytes_per_param,
-    moe_mlp_activations,
-    per_layer_activations,
-)
+from .memory import memory_terms, model_state_bytes_per_param, moe_mlp_activations, per_layer_activations
 from .result import CommDimension, CommEstimate, Estimate, MemoryEstimate
 from .time import executed_flops_per_step, model_flops_per_step, time_terms
 

@@ -6,8 +6,10 @@ Conventions:
   nccl-tests "bus bandwidth" definition; ZeRO paper §7: all-reduce = 2 psi, ZeRO-3 = 3 psi).
 - Groups follow Megatron's rank order tp-cp-ep-dp-pp (parallel_state.py RankGenerator): a group with
   stride `stride` has min(n, domain // stride) members inside one NVLink domain. A collective over k
-  local members and N = n/k domains is hierarchical: intra-domain (k-1)/k * B over NVLink plus
-  inter-domain (N-1)/N * B/k over each GPU's NIC (every GPU drives its own NIC, as on DGX/HGX).
+  local members and N = n/k > 1 domains moves (k-1)/k * B per rank over NVLink and, as NCCL's rings
+  do (one ring per NIC, every GPU driving its own NIC as on DGX/HGX), (n-1)/n * B/k over the
+  network; the two are added (conservative: a tree or hierarchical algorithm can beat this by up
+  to 2x on two domains, less as N grows).
 - NVLink bandwidth is the vendor's bidirectional figure halved; the network figure is per GPU, one
   direction (advisor.Cluster).
 - Which collectives a layer issues, and which of them Megatron overlaps, is from Korthikanti et al.
@@ -39,7 +41,7 @@ def collective(c: Ctx, A, units: float, nbytes: float, n: int, stride: int, call
     k = local_members(n, stride, c.domain)
     N = -(-n // k)
     intra = (k - 1) / k * nbytes
-    inter = (N - 1) / N * nbytes / k
+    inter = (n - 1) / n * nbytes / k if N > 1 else 0.0
     sec = units * (intra / (c.nvlink_bw * A.nvlink_efficiency) + inter / (c.net_bw * A.network_efficiency))
     net = N > 1
     sec += calls * (A.latency_network if net else A.latency_nvlink)

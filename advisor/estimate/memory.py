@@ -22,6 +22,12 @@ Sources, by term:
   holds p micro-batches of L/p layers) and the interleaved factor 1 + (p-1)/(p*v); Megatron
   theoretical_memory_usage.py `compute_activation_memory` for the embedding (8sbp + sbhp) and the
   output-layer/loss term (4sbh(1 + V/h)/t).
+- Approximations, stated: MLA (DeepSeek-V2/V3) attention stores the compressed q/kv latents
+  (q_lora + kv_lora + rope widths, 16-bit, replicated over TP like the LayerNorm outputs) and the
+  up-projected per-head Q, K (nope + rope dims) and V (v_head_dim), TP-sharded by heads; MoE
+  expert activations follow `moe_mlp_activations`; CP divides every stored token by cp while the
+  non-flash score matrix spans the full sequence; a layer with TP degree above the KV-head count
+  replicates KV heads (Megatron M6), so K/V are divided by min(t, kv_heads).
 """
 
 from __future__ import annotations
@@ -261,7 +267,7 @@ def stage_memory(c: Ctx, A, k: int):
     if c.zero >= 3 and c.deepspeed:
         # DeepSpeed estimator: 4 * largest layer (gathered 16-bit params + grads of the biggest
         # module). "Layer" is a leaf module (stage3.py counts m.parameters(recurse=False)).
-        largest = max(c.vocab * c.h, pc.output, c.h * max(c.wq, c.f), c.h * c.f_moe if c.experts > 1 else 0)
+        largest = max(c.vpad * c.h, pc.output, c.h * max(c.wq, c.f), c.h * c.f_moe if c.experts > 1 else 0)
         zero3_live = 4.0 * largest / tp
     elif c.zero >= 2 and not c.deepspeed:
         # FSDP (Megatron-FSDP, torchtitan): all-gathered 16-bit params of the current and prefetched
@@ -305,7 +311,10 @@ def candidate_stages(c: Ctx) -> list[int]:
     out = [0, p - 1]
     if p > 2:
         mid = max(range(1, p - 1), key=lambda i: c.stages[i])
-        out.append(mid)
+        # a dense middle stage with no more layers than the first holds fewer in-flight micro-batches
+        # and no embedding, so it can only be the most-loaded one when it has more (or MoE) layers
+        if c.stages[mid] > c.stages[0] or c.experts > 1:
+            out.append(mid)
     return out
 
 

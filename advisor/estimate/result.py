@@ -63,7 +63,8 @@ class CommDimension(_Frozen):
     seconds: float
     """Time those transfers take on the link, before any overlap."""
     exposed_seconds: float
-    """Part of `seconds` left on the critical path after overlap (pipeline-summed)."""
+    """Part of `seconds` left on the critical path after overlap, summed over the step (the slowest
+    stage's m micro-batches plus once-per-step traffic); the pipeline bubble is not included."""
     link: Link
     """The slowest link the group crosses: NVLink inside the domain, the network outside."""
     overlappable: float
@@ -102,7 +103,8 @@ class Estimate(_Frozen):
     mfu: float
     """model_flops / (step_time * gpus * dense 16-bit peak)."""
     hfu: float
-    """Executed FLOPs (with recompute) / (step_time * gpus * dense 16-bit peak)."""
+    """Hardware FLOPs (model FLOPs + recompute, padded vocabulary) / (step_time * gpus * dense 16-bit
+    peak), Korthikanti et al. 2022 §5."""
     comm_ratio: float
     """Total communication time (all dimensions, before overlap) / compute_time: the seed checklist's
     'comm ratio' to watch."""

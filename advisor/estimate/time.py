@@ -46,17 +46,18 @@ def model_flops_per_step(c: Ctx) -> float:
 
 
 def executed_flops_per_step(c: Ctx, A) -> float:
-    """FLOPs actually executed per step over the cluster: recompute included, causal flash attention
-    at `flash_causal_fraction`, logits over the padded vocabulary (for HFU)."""
+    """Hardware FLOPs per step over the cluster (HFU numerator, Korthikanti et al. 2022 §5): model
+    FLOPs plus the recompute passes, logits over the padded vocabulary, full s^2 attention."""
     n_moe = moe_layers_before(c, c.L)
     lin, attn = per_token_forward_flops(c, c.L - n_moe, n_moe, False, 0.0)
-    lin_mul, attn_mul = _recompute_factors(c, A)
+    lin_mul, attn_mul = _recompute_factors(c, A, causal=False)
     return (lin * lin_mul + attn * attn_mul + 3.0 * 2.0 * c.h * c.vpad) * c.gbs * c.seq
 
 
-def _recompute_factors(c: Ctx, A):
-    """(linear multiplier, attention multiplier) of executed over forward FLOPs for the layers."""
-    cf = A.flash_causal_fraction if c.flash else 1.0
+def _recompute_factors(c: Ctx, A, causal: bool = True):
+    """(linear multiplier, attention multiplier) of executed over forward FLOPs for the layers;
+    `causal` applies the causal-flash skip (time), off for the HFU count (Korthikanti §5 convention)."""
+    cf = A.flash_causal_fraction if (c.flash and causal) else 1.0
     if c.recompute == "full":
         return 4.0, 4.0 * cf
     if c.recompute == "selective":
@@ -94,6 +95,8 @@ def stage_times(c: Ctx, A, k: int, dense_params: float, expert_params: float):
     n_dense = n_layers - n_moe
     first, last = k == 0, k == c.pp - 1
     comp, flops, attn_t = _stage_compute(c, A, n_dense, n_moe, last)
+    # async TP backward collectives hide behind the weight-gradient GEMMs: backward is 2x forward and
+    # half of it is wgrad, so ~1/3 of the layer's forward+backward GEMM time
     tp = tp_per_microbatch(c, A, n_dense, n_moe, first, last, comp / 3.0)
     cp = cp_per_microbatch(c, A, n_layers, attn_t)
     ep = ep_per_microbatch(c, A, n_moe)
@@ -101,6 +104,8 @@ def stage_times(c: Ctx, A, k: int, dense_params: float, expert_params: float):
     ob, og, op, mbb, mbs, dnet = dp_terms(c, A, dense_params, expert_params)
     # per-micro-batch DP traffic (ZeRO-2/3, FSDP) hides behind that micro-batch's compute
     dp_mb_exposed = max(0.0, mbs - comp) if A.overlap_grad_reduce else mbs
+    # the last micro-batch's backward, which the gradient reduction overlaps: 2 of 3 forward-equivalents,
+    # 3 of 4 with full recompute (the recompute forward runs inside the backward)
     bwd_share = 0.75 if c.recompute == "full" else 2.0 / 3.0
     g_exp = max(0.0, og - comp * bwd_share) if A.overlap_grad_reduce else og
     p_exp = max(0.0, op - comp * (1.0 - bwd_share)) if A.overlap_param_gather else op

@@ -1,0 +1,398 @@
+"""Load `published-layouts-dev.jsonl` into advisor objects (shared by the benchmark scripts).
+
+    from benchmarks.published import load_records
+    for rec in load_records():                 # default: ../shared/data/published-layouts-dev.jsonl
+        rec.raw, rec.cluster, rec.model, rec.training, rec.layout, rec.assumed
+
+Each record's null fields are filled with the defaults of the framework (and era) that ran it, and
+every filled value is listed in `rec.assumed`, so a reader sees what the source did not state.
+Records whose model shape cannot be completed (no layers/hidden/heads and no matching preset), or
+that describe something advisor does not model (LoRA), are skipped with the reason:
+`load_records(include_skipped=True)` yields them too, with `rec.skip_reason` set and the advisor
+objects None.
+
+Mapping rules (each one cited where it is a fact, stated where it is a choice):
+- GPU strings: "V100" + 16/32 GB -> V100-16GB / V100-32GB; "A100" + 40/80 -> A100-40GB / A100-80GB;
+  "H100" -> H100-SXM-80GB (also H800, H200, B200, GB200, MI300X by name). No GPU named: H100-SXM-80GB
+  (assumed; recipes and the MoE model zoo target Hopper or newer).
+- Model family (from the record's model name) gives what a shape table leaves out: activation,
+  norm, biases, tied embeddings, position embedding, vocabulary, MoE/MLA details. ffn_hidden null ->
+  4*hidden for GPT-style GeLU models (GPT-2/3, BLOOM, OPT, GPT-NeoX, BloombergGPT papers).
+- Layout/training nulls -> the framework's defaults for that kind of run: see `_FRAMEWORK_DEFAULTS`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from advisor import Cluster, Layout, Model, Training
+from advisor.errors import AdvisorError, UnknownPresetError
+from advisor.specs import MLA
+
+__all__ = ["PublishedRecord", "load_records", "default_path"]
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def default_path() -> Path:
+    return REPO.parent / "shared" / "data" / "published-layouts-dev.jsonl"
+
+
+@dataclass
+class PublishedRecord:
+    id: str
+    raw: dict[str, Any]
+    cluster: Cluster | None = None
+    model: Model | None = None
+    training: Training | None = None
+    layout: Layout | None = None
+    assumed: list[str] = field(default_factory=list)
+    assumptions: dict[str, Any] = field(default_factory=dict)
+    """Overrides of `advisor.estimate.Assumptions` that describe how this framework ran the job."""
+    skip_reason: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.skip_reason is None
+
+
+# ----------------------------------------------------------------------------- GPUs
+
+def gpu_preset(name: str | None, memory_gb: float | None) -> tuple[str, str | None]:
+    """(preset name, note when assumed)."""
+    s = (name or "").upper()
+    if "V100" in s:
+        return ("V100-16GB" if memory_gb == 16 else "V100-32GB"), (None if memory_gb else "V100 memory not stated: 32GB")
+    if "A100" in s:
+        return ("A100-40GB" if memory_gb == 40 else "A100-80GB"), (None if memory_gb else "A100 memory not stated: 80GB")
+    for key, preset in (("H800", "H800"), ("H200", "H200"), ("GB200", "GB200"), ("B200", "B200"), ("MI300X", "MI300X"),
+                        ("H100", "H100-SXM-80GB")):
+        if key in s:
+            return preset, None
+    return "H100-SXM-80GB", f"GPU not stated ({name!r}, {memory_gb} GB): H100-SXM-80GB"
+
+
+# ----------------------------------------------------------------------------- model families
+
+# What each family implies beyond the shape columns. Sources: the models' papers / HF config.json.
+_GPT = dict(activation="gelu", norm="layernorm", bias=True, tied_embeddings=True, position_embedding="learned",
+            vocab=50257)  # GPT-2/GPT-3 BPE vocabulary (Radford et al. 2019; Brown et al. 2020 §2.1)
+_FAMILIES: list[tuple[str, dict[str, Any]]] = [
+    # DeepSeek-V3 tech report (arXiv:2412.19437) §4.2 and HF deepseek-ai/DeepSeek-V3 config.json
+    ("deepseek-v3", dict(activation="swiglu", norm="rmsnorm", tied_embeddings=False, vocab=129280, shared_experts=1,
+                         dense_layers=3, dense_ffn=18432,
+                         mla=dict(q_lora_rank=1536, kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64,
+                                  v_head_dim=128))),
+    # DeepSeek-V2 (arXiv:2405.04434) §3.1 and HF deepseek-ai/DeepSeek-V2 config.json
+    ("deepseek-v2", dict(activation="swiglu", norm="rmsnorm", tied_embeddings=False, vocab=102400, shared_experts=2,
+                         dense_layers=1, dense_ffn=12288,
+                         mla=dict(q_lora_rank=1536, kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64,
+                                  v_head_dim=128))),
+    # HF Qwen/Qwen3-Next-80B-A3B-Instruct config.json: head_dim 256, 1 shared expert of 512; its
+    # Gated-DeltaNet layers (3 of 4) are approximated as standard GQA attention.
+    ("qwen3-next", dict(activation="swiglu", norm="rmsnorm", tied_embeddings=False, vocab=151936, head_dim=256,
+                        shared_experts=1)),
+    # HF Qwen/Qwen3-235B-A22B and Qwen3-30B-A3B config.json: head_dim 128, no shared experts
+    ("qwen3", dict(activation="swiglu", norm="rmsnorm", tied_embeddings=False, vocab=151936, head_dim=128)),
+    ("mixtral-8x22b", dict(activation="swiglu", norm="rmsnorm", tied_embeddings=False, vocab=32768)),  # HF config
+    ("mixtral", dict(activation="swiglu", norm="rmsnorm", tied_embeddings=False, vocab=32000)),  # HF config
+    ("llama-3", dict(activation="swiglu", norm="rmsnorm", tied_embeddings=False, vocab=128256)),  # Llama 3 paper
+    ("llama3", dict(activation="swiglu", norm="rmsnorm", tied_embeddings=False, vocab=128256)),
+    ("llama", dict(activation="swiglu", norm="rmsnorm", tied_embeddings=False, vocab=32000)),  # Llama 1/2 papers
+    # Nemotron-4 (arXiv:2402.16819, 2406.11704): squared-ReLU (a non-gated 2-matrix MLP, modelled as
+    # "gelu"), LayerNorm, no biases, untied, RoPE, 256k vocabulary; NeMo nemotron.py configs
+    ("nemotron", dict(activation="gelu", norm="layernorm", bias=False, tied_embeddings=False, vocab=256000)),
+    # BLOOM (arXiv:2211.05100) §3.2: ALiBi, LayerNorm, biases, tied, vocab padded to 250,880
+    ("bloom", dict(activation="gelu", norm="layernorm", bias=True, tied_embeddings=True,
+                   position_embedding="alibi", vocab=250880)),
+    ("bigscience", dict(activation="gelu", norm="layernorm", bias=True, tied_embeddings=True,
+                        position_embedding="alibi", vocab=250880)),
+    # BloombergGPT (arXiv:2303.17564) §2.3: BLOOM-style ALiBi model, 131,072-token vocabulary
+    ("bloomberggpt", dict(activation="gelu", norm="layernorm", bias=True, tied_embeddings=True,
+                          position_embedding="alibi", vocab=131072)),
+    # GPT-NeoX-20B (arXiv:2204.06745) and HF EleutherAI/gpt-neox-20b config: rotary, untied, 50432 vocab
+    ("gpt-neox", dict(activation="gelu", norm="layernorm", bias=True, tied_embeddings=False, vocab=50432)),
+    # OPT (arXiv:2205.01068) Table 1 and HF facebook/opt config: ReLU 2-matrix MLP, learned positions,
+    # tied, vocab 50272
+    ("opt", dict(_GPT, vocab=50272)),
+    ("gpt-2", dict(_GPT, seq_len=1024)),  # GPT-2 context 1024 (DeepSpeed's Megatron GPT-2 tutorial too)
+    ("gpt", _GPT),
+]
+
+
+def _family(name: str) -> tuple[str, dict[str, Any]] | tuple[None, None]:
+    low = name.lower()
+    for key, fam in _FAMILIES:
+        if key in low:
+            return key, fam
+    return None, None
+
+
+def _preset_candidates(name: str) -> list[str]:
+    base = re.sub(r"\(.*?\)", "", name).strip().lower().replace(" ", "-")
+    out = [base]
+    out.append(re.sub(r"([a-z])(\d)", r"\1-\2", base, count=1))  # llama2-7b -> llama-2-7b
+    out.append(re.sub(r"-v\d+(\.\d+)?$", "", base))             # mistral-7b-v0.1 -> mistral-7b
+    return list(dict.fromkeys(out))
+
+
+def _preset(name: str) -> Model | None:
+    for cand in _preset_candidates(name):
+        try:
+            return Model.preset(cand)
+        except UnknownPresetError:
+            continue
+    return None
+
+
+def _build_model(r: dict, assumed: list[str]) -> Model:
+    m = r["model"]
+    name = m.get("name") or r["id"]
+    key, fam = _family(name)
+    shape_missing = [k for k in ("layers", "hidden", "heads") if m.get(k) is None]
+    if shape_missing:
+        preset = _preset(name)
+        if preset is None:
+            raise _Skip(f"model shape incomplete ({', '.join(shape_missing)} null) and no preset named like {name!r}")
+        assumed.append(f"model shape from preset {preset.name!r}")
+        return preset
+    if fam is None:
+        raise _Skip(f"unknown model family for {name!r}: activation/vocabulary cannot be inferred")
+    fam = dict(fam)
+    kw: dict[str, Any] = {"name": name, "layers": m["layers"], "hidden": m["hidden"], "heads": m["heads"]}
+    for k in ("activation", "norm", "bias", "tied_embeddings", "position_embedding", "head_dim"):
+        if k in fam:
+            kw[k] = fam[k]
+    if fam.get("mla"):
+        kw["mla"] = MLA(**fam["mla"])
+    elif m.get("kv_heads") is not None:
+        kw["kv_heads"] = m["kv_heads"]
+    vocab = m.get("vocab")
+    if vocab is None:
+        vocab = fam["vocab"]
+        assumed.append(f"vocab {vocab} ({key} family)")
+    kw["vocab"] = vocab
+    experts = m.get("moe_experts") or 1
+    ffn = m.get("ffn_hidden")
+    if ffn is None:
+        if kw.get("activation", "swiglu") != "gelu":
+            raise _Skip(f"ffn_hidden null for a gated ({kw.get('activation', 'swiglu')}) model")
+        ffn = 4 * m["hidden"]
+        assumed.append("ffn_hidden = 4*hidden (GPT-style)")
+    if experts > 1:
+        kw.update(experts=experts, experts_per_token=m.get("moe_topk") or 1, moe_ffn_hidden=ffn,
+                  ffn_hidden=fam.get("dense_ffn", ffn), shared_experts=fam.get("shared_experts", 0),
+                  dense_layers=fam.get("dense_layers", 0))
+    else:
+        kw["ffn_hidden"] = ffn
+    seq = m.get("seq_len") or fam.get("seq_len")
+    if kw.get("position_embedding") == "learned":
+        kw["max_position"] = seq or 2048
+    if key == "qwen3-next":
+        assumed.append("Qwen3-Next linear-attention layers modelled as GQA attention")
+    return Model(**kw)
+
+
+# ----------------------------------------------------------------------------- frameworks
+
+# Defaults for null layout/training fields by the framework (and era) that ran the job.
+# megatron-core: Megatron-Core / NeMo / MoE model zoo / Megatron-LM README (2023+): SP with TP (the
+#   parallelism guide: "always enable SP with TP"), distributed optimizer (NeMo default, required by
+#   the README's --overlap-param-gather, M19), no recompute (MCore's default
+#   recompute_granularity=None), Transformer Engine fused/flash attention.
+# megatron-legacy: Megatron-LM 2019-2021 (Shoeybi 2019, Narayanan 2021, the GPT-3 example script): no
+#   SP or distributed optimizer yet (both 2022), full activation checkpointing (--checkpoint-activations
+#   in every example script; Narayanan Eq. 3 counts the recompute pass), unfused softmax attention.
+# megatron-deepspeed: BigScience / GPT-NeoX / DeepSpeed Megatron examples: no SP, no flash attention.
+# hf-deepspeed / hf-fsdp: Hugging Face Trainer/TRL: gradient checkpointing off unless set, SDPA
+#   (flash-style) attention for TRL-era (2024) recipes, eager attention for 2023 Alpaca.
+_FRAMEWORK_DEFAULTS = {
+    "megatron-core": dict(framework="megatron", sp=True, zero_stage=1, recompute="none", flash=True),
+    "megatron-legacy": dict(framework="megatron", sp=False, zero_stage=0, recompute="full", flash=False),
+    "megatron-deepspeed": dict(framework="megatron+deepspeed", sp=False, zero_stage=0, recompute="none", flash=False),
+    "hf-deepspeed": dict(framework="deepspeed", sp=False, zero_stage=0, recompute="none", flash=True),
+    "hf-legacy": dict(framework="torchtitan", sp=False, zero_stage=3, recompute="none", flash=False),
+    "fsdp": dict(framework="torchtitan", sp=False, zero_stage=3, recompute="none", flash=False),
+    "sagemaker": dict(framework="deepspeed", sp=False, zero_stage=3, recompute="none", flash=False),
+}
+
+
+def _framework_kind(r: dict) -> str:
+    fw = (r["training"].get("framework") or "").lower()
+    fsdp = r["layout"].get("fsdp")
+    if "sagemaker" in fw:
+        return "sagemaker"
+    if fsdp or "fsdp" in fw:
+        return "hf-legacy" if "hugging face trainer" in fw else "fsdp"
+    if "deepspeed" in fw and ("megatron" in fw or "neox" in fw):
+        return "megatron-deepspeed"
+    if "deepspeed" in fw:
+        return "hf-deepspeed"
+    if "2019" in fw or "2021" in fw or r["id"].startswith(("narayanan2021", "shoeybi2019", "korthikanti2022")) \
+            or fw.strip() == "megatron-lm":
+        return "megatron-legacy"
+    return "megatron-core"
+
+
+def _recompute(v) -> str | None:
+    if v is None:
+        return None
+    if v is False:
+        return "none"
+    if v is True:
+        return "full"
+    s = str(v).lower()
+    if s.startswith("full"):
+        return "full"
+    if s.startswith("selective"):
+        return "selective"
+    return "none"
+
+
+def _offload(v) -> str | None:
+    if v is None:
+        return None
+    if v is False:
+        return "none"
+    s = str(v).lower()
+    if "param" in s:
+        return "optimizer+params"
+    if "optim" in s or "cpu_offload" in s:
+        return "optimizer"
+    return "none"
+
+
+def _precision(v, gpu_preset_name: str) -> tuple[str, bool]:
+    s = (v or "").lower()
+    if "fp8" in s:
+        return "fp8", False
+    if "bf16" in s:
+        return "bf16", False
+    if "fp16" in s:
+        return "fp16", False
+    return ("fp16" if gpu_preset_name.startswith("V100") else "bf16"), True
+
+
+class _Skip(Exception):
+    pass
+
+
+def _build(r: dict) -> PublishedRecord:
+    rec = PublishedRecord(id=r["id"], raw=r)
+    A = rec.assumed
+    task = (r["training"].get("task") or "")
+    if "lora" in r["id"].lower() or "lora" in task.lower():
+        raise _Skip("LoRA fine-tuning (frozen base weights, adapter-only optimizer states) is not modelled")
+    c = r["cluster"]
+    if not c.get("gpus"):
+        raise _Skip("cluster size not stated")
+    preset, note = gpu_preset(c.get("gpu"), c.get("gpu_memory_gb"))
+    if note:
+        A.append(note)
+    ckw: dict[str, Any] = {"gpu": preset, "gpus": c["gpus"]}
+    if c.get("gpus_per_node"):
+        ckw["gpus_per_node"] = c["gpus_per_node"]
+        ckw["nvlink_domain"] = c["gpus_per_node"]
+    cluster = Cluster(**ckw)
+
+    model = _build_model(r, A)
+    kind = _framework_kind(r)
+    D = _FRAMEWORK_DEFAULTS[kind]
+    L = r["layout"]
+    t = r["training"]
+
+    def pick(key, default, label=None):
+        v = L.get(key)
+        if v is None:
+            if label is not False:
+                A.append(f"{label or key}={default} ({kind} default)")
+            return default
+        return v
+
+    tp = pick("tp", 1)
+    pp = pick("pp", 1)
+    cp = pick("cp", 1, False)
+    ep = pick("ep", 1, False)
+    vpp = pick("vpp", 1, False)
+    sp_default = D["sp"] and tp > 1
+    sp = bool(pick("sp", sp_default)) and tp > 1
+    zero = L.get("zero_stage")
+    if zero is None:
+        zero = D["zero_stage"]
+        A.append(f"zero_stage={zero} ({kind} default)")
+    rc = _recompute(L.get("recompute"))
+    if rc is None:
+        rc = D["recompute"]
+        A.append(f"recompute={rc} ({kind} default)")
+    off = _offload(L.get("offload")) or "none"
+    fw = (t.get("framework") or "").lower()
+    if "nemo 24.07" in fw:
+        # NeMo 1.x megatron_amp_O2 + distributed fused Adam: bf16 grads (optim.grad_sync_dtype=bf16;
+        # NeMo docs features/mixed_precision.rst; NeMo-Framework-Launcher H100 example scripts)
+        rec.assumptions["megatron_main_grad_bytes"] = 2.0
+        A.append("bf16 gradient buffers (NeMo 1.x distributed fused Adam)")
+    if kind == "fsdp" and "trl" in fw:
+        # alignment-handbook recipes load the model with torch_dtype: bfloat16: no fp32 master copy
+        rec.assumptions["fsdp_state_bytes"] = (2.0, 2.0, 4.0)
+        A.append("pure-bf16 FSDP states 2/2/4 B (alignment-handbook torch_dtype: bfloat16)")
+    etp = 1 if re.search(r"expert t(p|ensor[- ]parallel(ism)?)\s*=\s*1", r["notes"], re.I) else None
+    mbs = t.get("micro_batch_size")
+    if mbs is None:
+        mbs = 1
+        A.append("micro_batch_size=1 (not stated)")
+    dp = L.get("dp")
+    world = cluster.gpus
+    if dp is None:
+        if world % (tp * pp * cp):
+            raise _Skip(f"gpus({world}) % (tp*pp*cp = {tp * pp * cp}) != 0")
+        dp = world // (tp * pp * cp)
+    if tp * pp * cp * dp != world:
+        raise _Skip(f"tp*pp*cp*dp = {tp * pp * cp * dp} != gpus({world})")
+    seq = r["model"].get("seq_len") or model.seq_len
+    if seq is None:
+        fam_key, fam = _family(r["model"].get("name") or "")
+        seq = fam.get("seq_len") if fam else None
+        if seq is None:
+            raise _Skip("sequence length not stated")
+        A.append(f"seq_len={seq} ({fam_key} family)")
+    gbs = t.get("global_batch_size")
+    if gbs is None:
+        gbs = mbs * dp
+        A.append(f"global_batch_size = micro_batch_size*dp = {gbs} (no gradient accumulation stated)")
+    n_mb = None
+    if gbs % (mbs * dp):
+        n_mb = max(1, round(gbs / (mbs * dp)))
+        A.append(f"global_batch_size({gbs}) % (micro_batch_size({mbs}) * dp({dp})) != 0: "
+                 f"num_microbatches rounded to {n_mb}")
+    precision, guessed = _precision(t.get("precision"), preset)
+    if guessed:
+        A.append(f"precision={precision} (not stated)")
+    rec.cluster, rec.model = cluster, model
+    rec.training = Training(seq_len=seq, global_batch_size=gbs, micro_batch_size=mbs, precision=precision,
+                            flash_attention=D["flash"])
+    rec.layout = Layout(framework=D["framework"], tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, etp=etp, vpp=vpp, sp=sp,
+                        zero_stage=zero, micro_batch_size=mbs, num_microbatches=n_mb, recompute=rc, offload=off)
+    return rec
+
+
+def load_records(path: str | Path | None = None, *, include_skipped: bool = False) -> Iterator[PublishedRecord]:
+    """Yield one `PublishedRecord` per line of the JSONL file (skipped ones only with include_skipped)."""
+    p = Path(path) if path else default_path()
+    with p.open(encoding="utf-8") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            r = json.loads(line)
+            try:
+                rec = _build(r)
+            except _Skip as exc:
+                rec = PublishedRecord(id=r["id"], raw=r, skip_reason=str(exc))
+            except AdvisorError as exc:  # InputError from the advisor models: report, do not crash
+                rec = PublishedRecord(id=r["id"], raw=r, skip_reason=f"invalid input: {str(exc).splitlines()[0]}"
+                                      f" ({str(exc).splitlines()[-1].strip()})")
+            if rec.ok or include_skipped:
+                yield rec
