@@ -12,19 +12,22 @@ from .errors import AdvisorError, EngineError, InputError, RuleFileError, Unknow
 from .layout import Layout
 from .specs import GPU, MLA, Cluster, Model, Training
 
+# Imported eagerly on purpose: importing the `advisor.estimate` subpackage binds the package
+# attribute `estimate` to the module; binding the function afterwards keeps `advisor.estimate(...)`
+# callable however the subpackage gets imported later.
+from .estimate import Estimate, estimate
+
 # The engine, cost model and planner load on first use (PEP 562), keeping `import advisor` light.
 _LAZY = {
     "recommend": ("api", "recommend"),
-    "audit": ("audit", "audit"),
-    "Audit": ("audit", "Audit"),
-    "Finding": ("audit", "Finding"),
+    "audit": ("auditor", "audit"),
+    "Audit": ("auditor", "Audit"),
+    "Finding": ("auditor", "Finding"),
     "Recommendation": ("recommendation", "Recommendation"),
-    "estimate": ("estimate", "estimate"),
-    "Estimate": ("estimate", "Estimate"),
 }
 
 __all__ = [
-    "__version__", "Cluster", "GPU", "MLA", "Model", "Training", "Layout",
+    "__version__", "estimate", "Estimate", "Cluster", "GPU", "MLA", "Model", "Training", "Layout",
     "AdvisorError", "EngineError", "InputError", "RuleFileError", "UnknownPresetError", *_LAZY,
 ]
 

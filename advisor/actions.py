@@ -20,7 +20,7 @@ __all__ = ["Action", "ACTION_MODELS", "Decisions", "Finding", "Strategy", "Dimen
 
 Strategy = Literal["zero-dp", "model-parallel"]
 Dimension = Literal["tp", "pp", "cp", "ep", "dp"]
-Feature = Literal["sp", "flash_attention", "cp", "distributed_optimizer", "offload"]
+Feature = Literal["sp", "flash_attention", "cp", "distributed_optimizer", "offload", "tp_before_pp"]
 
 
 class _Action(BaseModel):

@@ -15,6 +15,7 @@ from ._version import __version__
 from .actions import Decisions
 from .engine import make_engine
 from .estimate import estimate as _estimate
+from .estimate import memory_only as _memory_only
 from .facts import build_facts, resolve_training
 from .planner import plan
 from .recommendation import Alternative, ChecklistItem, Recommendation
@@ -23,7 +24,7 @@ from .specs import Cluster, Model, Training
 from .trace import RuleReference, Trace, TraceEvent
 from .errors import InputError
 
-__all__ = ["recommend", "as_cluster", "as_model", "as_training", "evaluate_rules"]
+__all__ = ["recommend", "recommend_with_ranking", "as_cluster", "as_model", "as_training", "evaluate_rules"]
 
 _ENGINES: dict[tuple[str, str | None], Any] = {}
 _ENGINES_LOCK = threading.Lock()
@@ -89,6 +90,12 @@ def recommend(cluster: Any, model: Any, training: Any = None, *, rules: tuple[st
     model) preset names. `rules` adds site rule files after the built-in ones. `engine` forces
     "durable" or "python" (default: the ADVISOR_ENGINE variable, else durable where it imports).
     """
+    return recommend_with_ranking(cluster, model, training, rules=rules, engine=engine)[0]
+
+
+def recommend_with_ranking(cluster: Any, model: Any, training: Any = None, *, rules: tuple[str | Path, ...] = (),
+                           engine: str | None = None):
+    """`recommend()`, plus every layout that fit, best first, as (Layout, Estimate) pairs."""
     cluster, model = as_cluster(cluster), as_model(model)
     training, notes = resolve_training(model, as_training(training))
     book = _rulebook(tuple(rules))
@@ -116,25 +123,27 @@ def recommend(cluster: Any, model: Any, training: Any = None, *, rules: tuple[st
             effect="; ".join(effects), overridden_by=overridden,
             references=[RuleReference(**r.model_dump()) for r in rule.spec.references])
 
-    from .audit import layout_findings
+    from .auditor import layout_findings
 
     def legality_errors(layout, est):
         found, _ = layout_findings(book, cluster, model, training, layout, est.memory, engine)
         return [(f.rule_id, f.message) for f in found if f.severity == "error"]
 
-    result = plan(cluster, model, training, decisions, _estimate, legality_errors)
+    result = plan(cluster, model, training, decisions, _estimate, _memory_only, legality_errors)
     findings = []
     if result.layout is not None:
         findings, _ = layout_findings(book, cluster, model, training, result.layout, result.estimate.memory, engine)
     for op, message, candidate in result.events:
         add(op, message, candidate=candidate)
     if result.layout is not None:
-        add("choose", f"first candidate in preference order that fits: "
-                      f"{result.estimate.memory.total / 2**30:.1f} GiB of {result.estimate.memory.capacity / 2**30:.1f} GiB",
+        est = result.estimate
+        add("choose", f"est. step {est.step_time:.2f} s, MFU {est.mfu:.0%}, "
+                      f"{est.memory.total / 2**30:.1f} of {est.memory.capacity / 2**30:.1f} GiB per GPU",
             candidate=result.layout.id)
 
     trace = Trace(advisor_version=__version__, engine=engine_name, ruleset_revision=book.revision,
-                  events=events, not_fired=[rid for rid in book.rules if rid not in set(fired)])
+                  events=events, not_fired=[rid for rid, r in book.rules.items()
+                                              if r.scope == "situation" and rid not in set(fired)])
     return Recommendation(
         status="recommended" if result.layout is not None else "infeasible",
         layout=result.layout,
@@ -147,4 +156,4 @@ def recommend(cluster: Any, model: Any, training: Any = None, *, rules: tuple[st
         findings=findings,
         trace=trace,
         candidates_examined=result.examined,
-    )
+    ), result.ranking

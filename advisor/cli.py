@@ -114,7 +114,7 @@ def _recommend(args) -> int:
 
 
 def _audit(args) -> int:
-    from .audit import audit
+    from .auditor import audit
     from .layout import Layout
 
     cluster, model, training = _situation(args)

@@ -1,39 +1,40 @@
-"""Planner: turn the rules' decisions into one concrete, legal layout that fits in memory.
+"""Planner: search the legal layouts the rules allow, keep those that fit, rank them by the cost model.
 
-Candidates are generated as plain tuples, filtered by the structural constraints the frameworks
-enforce, sorted by a documented preference order, and only then built and estimated, first to
-last, until one fits. The preference order encodes the rules' strategy:
-
-    offload level          -- offload only when nothing else fits (seed: "extreme memory limits")
-    full recompute         -- +~33% compute, last resort before offload (Korthikanti et al. §5)
-    pp                     -- TP grows to the NVLink domain before PP grows (Narayanan takeaway #1)
-    cp                     -- context parallel only as far as activations need
-    tp                     -- the smallest model-parallel size that fits (Narayanan takeaway #2)
-    -ep                    -- for MoE, more EP before TP (Megatron MoE best practices)
-    zero stage             -- the lowest ZeRO stage that fits (ZeRO-3 costs 1.5x DP traffic)
-    recompute level        -- none before selective
-
-A cost-model ranking replaces the tail of this order in the planner issue; the constraints and the
-"rejected" bookkeeping stay.
+1. Shapes. (tp, pp, cp, ep, etp, vpp) combinations that satisfy the frameworks' structural rules
+   (Megatron M1/M2/M5/M6/M8/M9/M14/M15, DeepSpeed's ZeRO-with-pipeline limit) and the rules'
+   decisions: the strategy (zero-dp keeps tp = pp = 1), limits (tp inside the NVLink domain), and the
+   enabled features (CP only from 8K tokens).
+2. Memory. For each shape and micro-batch size, ZeRO stages and recompute levels are tried cheapest
+   first with the memory-only estimate; the first recompute level that fits is kept per ZeRO stage
+   (more recompute never runs faster). Shapes whose cheapest memory option does not fit are pruned.
+   Offload is tried only when nothing else fits, and only in the ZeRO data-parallel family.
+3. Rank. Every survivor gets a full estimate; the fastest step wins, except that candidates within
+   `NEAR_TIE` of the fastest are ordered by simplicity (with the rules' "tp_before_pp": fewer pipeline
+   stages first -- Narayanan et al. takeaway #1, seed row 2 -- then fewer parallel dimensions, smaller
+   model parallelism, even pipeline split, no VPP, lower ZeRO stage, less recompute), because the
+   estimate is not that precise. The audit's legality rules then have the last word on each pick.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from .actions import Decisions
 from .layout import Layout
 from .specs import Cluster, Model, Training
 
-__all__ = ["Alternative", "PlanResult", "plan"]
+__all__ = ["Alternative", "PlanResult", "plan", "NEAR_TIE"]
 
 _RECOMPUTE = ("none", "selective", "full")
 _OFFLOAD = ("none", "optimizer", "optimizer+params")
-_KEY_NAMES = ("offload", "full recompute", "pp", "cp", "tp", "ep", "ZeRO stage", "recompute")
-MAX_ALTERNATIVES = 3
-MAX_SCAN_AFTER_CHOICE = 400     # candidates examined past the choice when looking for runners-up
-MAX_REJECT_EVENTS = 12          # rejections written to the trace one by one; the rest are counted
+# Estimates this close are treated as ties (the time model is calibrated to about ±15%, see
+# benchmarks/calibrate_korthikanti.py); 8% maximised agreement with published layouts in
+# benchmarks/published_planner.py among 3/8/15% (the tie-break, not the band, carries the preference).
+NEAR_TIE = 0.08
+MAX_ALTERNATIVES = 4
+MAX_REJECT_EVENTS = 10          # rejections written to the trace one by one; the rest are counted
+MBS_OPTIONS = (1, 2, 4)         # micro-batch sizes searched when the caller gives none
+MAX_VPP_OPTIONS = 3             # virtual-stage counts tried per pipeline shape
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,23 @@ class PlanResult:
     alternatives: list[Alternative] = field(default_factory=list)
     events: list[tuple[str, str, str | None]] = field(default_factory=list)   # (op, message, candidate id)
     examined: int = 0
+    ranking: list[tuple[Layout, object]] = field(default_factory=list)
+    """Every layout that fit, best first (before the audit's check), for benchmarks and tools."""
+
+
+@dataclass(frozen=True)
+class _Shape:
+    tp: int
+    pp: int
+    cp: int
+    ep: int
+    etp: int
+    vpp: int
+    dp: int
+
+    @property
+    def dims(self) -> int:
+        return sum(d > 1 for d in (self.tp, self.pp, self.cp, self.ep))
 
 
 def _divisors(n: int) -> list[int]:
@@ -58,123 +76,169 @@ def _divisors(n: int) -> list[int]:
     return sorted(set(small + [n // d for d in small]))
 
 
-def _pow2_up_to(n: int) -> list[int]:
-    out, v = [], 1
-    while v <= n:
-        out.append(v)
-        v *= 2
-    return out
+def _even_or_expressible(layers: int, pp: int) -> bool:
+    """Megatron splits evenly, or with --decoder-first/last-pipeline-num-layers when the middle stages
+    take one layer more than the first and last (remainder == pp - 2): the split the cost model uses."""
+    base, extra = divmod(layers, pp)
+    return base >= 1 and (extra == 0 or (pp > 2 and extra == pp - 2))
 
 
-def _shape_candidates(cluster: Cluster, model: Model, training: Training, decisions: Decisions,
-                      strategy: str, framework: str) -> Iterator[tuple]:
-    """(key, tp, pp, cp, ep, zero, recompute, offload) tuples that pass the structural constraints."""
-    world, seq, gbs = cluster.gpus, training.seq_len, training.global_batch_size
-    mbs = training.micro_batch_size or 1
+def _vpp_options(layers: int, pp: int) -> list[int]:
+    """1, plus a few virtual-stage counts that split each rank's layers evenly (Megatron M8/M9).
+    Megatron's MoE guide recommends 'a middle value' of the divisors of L/PP."""
+    if pp < 2 or layers % pp:
+        return [1]
+    per_stage = layers // pp
+    divs = [d for d in _divisors(per_stage) if d > 1]
+    if not divs:
+        return [1]
+    picks = sorted({divs[0], divs[len(divs) // 2], divs[-1]})
+    return [1] + picks[: MAX_VPP_OPTIONS - 1]
+
+
+def _shapes(cluster: Cluster, model: Model, training: Training, decisions: Decisions, strategy: str,
+            framework: str) -> list[_Shape]:
+    world, seq = cluster.gpus, training.seq_len
     domain = min(cluster.nvlink_domain, world)
-    tp_max = min(decisions.upper("tp") or domain, domain)
-    zero_dp = strategy == "zero-dp"
+    tp_cap = min(decisions.upper("tp") or domain, domain)
     megatron = framework.startswith("megatron")
-    stages = sorted(decisions.zero_stages[0]) if decisions.zero_stages else ([1] if megatron else [1, 2, 3])
-
-    tps = [1] if zero_dp else [t for t in _divisors(world) if t <= tp_max
-                               # Megatron M5: heads % tp == 0; M6: query groups % tp == 0 or tp % groups == 0
-                               and model.heads % t == 0 and (model.kv_heads % t == 0 or t % model.kv_heads == 0)]
-    # Megatron M8 (uniform split): layers % pp == 0.
-    pps = [1] if zero_dp else [p for p in _divisors(model.layers) if world % p == 0]
-    # Megatron M15: seq % (2 * cp) == 0; CP is tried only when a rule enabled it (long sequences).
+    if strategy == "zero-dp":
+        tps, pps, eps = [1], [1], [1]
+    else:
+        # Megatron M5 (heads % tp) and M6 (query groups vs tp).
+        tps = [t for t in _divisors(world) if t <= tp_cap and model.heads % t == 0
+               and (model.kv_heads % t == 0 or t % model.kv_heads == 0)]
+        # M8: even split, or Megatron's first/last-stage form; DeepSpeed's PipelineModule balances any split.
+        pps = [p for p in _divisors(world) if p <= model.layers and
+               (model.layers % p == 0 or (megatron and _even_or_expressible(model.layers, p))
+                or framework == "megatron+deepspeed")]
+        # M14: experts % ep; EP is folded into the dp*cp*tp ranks (M2 checked below).
+        eps = _divisors(model.experts) if model.is_moe else [1]
+    # M15: seq % (2 * cp); CP only where a rule enabled it (long sequences).
     cps = [1]
     if "cp" in decisions.features:
-        cps = [c for c in _pow2_up_to(world) if seq % (2 * c) == 0]
-    # Megatron M14: experts % ep == 0; MoE best practice: EP x TP inside the NVLink domain.
-    eps = [1] if (zero_dp or not model.is_moe) else [e for e in _divisors(model.experts)]
-    recomputes = ("none", "full") if framework == "deepspeed" else _RECOMPUTE   # selective is Megatron's
-    offloads = _OFFLOAD if zero_dp else ("none",)
-
+        cps = [c for c in _divisors(world) if c & (c - 1) == 0 and seq % (2 * c) == 0 and seq // c >= 1024]
+    out = []
     for tp in tps:
         for pp in pps:
             for cp in cps:
                 mp = tp * pp * cp
-                if world % mp:                      # Megatron M1: world % (tp * pp * cp) == 0
+                if world % mp:                                  # M1
                     continue
                 dp = world // mp
-                if gbs % (mbs * dp):               # Megatron M11: gbs % (mbs * dp) == 0
-                    continue
                 for ep in eps:
-                    # Megatron M2: world % (etp * ep * pp) == 0 (etp = tp); EP x TP within the domain.
-                    if ep > 1 and (world % (tp * ep * pp) or tp * ep > domain):
+                    etp = 1 if (model.is_moe and tp > 1) else tp   # MoE zoo: expert TP 1 with EP
+                    if ep > 1 and (world % (etp * ep * pp) or ep > dp * cp * tp):   # M2; EP folds into dp*cp*tp
                         continue
-                    for zero in stages:
-                        if framework == "deepspeed" and pp > 1 and zero >= 2:
-                            continue                # DeepSpeed pipe/engine.py: ZeRO-2/3 incompatible with PP
-                        for offload in offloads:
-                            # DeepSpeed offload_config.py: parameter offload needs ZeRO-3; optimizer
-                            # offload needs a ZeRO stage >= 1.
-                            if (offload == "optimizer+params" and zero != 3) or (offload == "optimizer" and zero < 1):
-                                continue
-                            for recompute in recomputes:
-                                key = (_OFFLOAD.index(offload), recompute == "full", pp, cp, tp, -ep, zero,
-                                       _RECOMPUTE.index(recompute))
-                                yield key, tp, pp, cp, ep, dp, zero, recompute, offload
+                    for vpp in _vpp_options(model.layers, pp) if megatron else [1]:
+                        out.append(_Shape(tp, pp, cp, ep, etp, vpp, dp))
+    return out
 
 
-def _layout(row: tuple, framework: str, training: Training, decisions: Decisions) -> Layout:
-    _, tp, pp, cp, ep, dp, zero, recompute, offload = row
-    mbs = training.micro_batch_size or 1
-    return Layout(
-        framework=framework, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, zero_stage=zero,
-        sp=tp > 1 and "sp" in decisions.features, micro_batch_size=mbs,
-        num_microbatches=training.global_batch_size // (mbs * dp), recompute=recompute, offload=offload,
-    )
+def _stages(decisions: Decisions, framework: str, pp: int) -> list[int]:
+    stages = sorted(decisions.zero_stages[0]) if decisions.zero_stages else ([1] if framework.startswith("megatron") else [1, 2, 3])
+    if framework in ("deepspeed", "megatron+deepspeed") and pp > 1:
+        stages = [z for z in stages if z <= 1] or [1]       # DeepSpeed pipe/engine.py: ZeRO-2/3 not with PP
+    return stages
 
 
-def _why_lost(key: tuple, chosen: tuple) -> str:
-    for name, a, b in zip(_KEY_NAMES, key, chosen):
-        if a != b:
-            if name == "offload":
-                return f"needs offload ({_OFFLOAD[a]}) where the choice needs {_OFFLOAD[b]}"
-            if name == "full recompute":
-                return "needs full recomputation (about a third more compute)"
-            if name == "recompute":
-                return f"recomputes more ({_RECOMPUTE[a]} vs {_RECOMPUTE[b]})"
-            if name == "ep":
-                return f"less expert parallelism (ep {-a} vs {-b})"
-            more = "more" if a > b else "less"
-            return f"{more} {name} ({name} {a} vs {b}); the preference order puts it later"
-    return "equal rank; listed after the choice"
+def _simplicity(layout: Layout, model: Model, tp_before_pp: bool) -> tuple:
+    # A near-tie goes to no CP first (the seed keeps CP for long sequences; its KV exchange crosses
+    # nodes), then, with "tp_before_pp" (seed row 2 "TP first, then PP"; Narayanan takeaway #1: TP up to
+    # the server, then PP), to fewer pipeline stages and more TP inside the NVLink domain (TP runs on
+    # the fastest links and adds no bubble).
+    if tp_before_pp:
+        return (layout.cp, layout.pp, -layout.tp, *_plain_simplicity(layout, model))
+    return (layout.cp, *_plain_simplicity(layout, model))
 
 
-def _search(cluster, model, training, decisions, strategy, framework, result: PlanResult, estimate_fn, check_fn):
-    rows = sorted(_shape_candidates(cluster, model, training, decisions, strategy, framework))
-    chosen = chosen_key = None
+def _plain_simplicity(layout: Layout, model: Model) -> tuple:
+    return (sum(d > 1 for d in (layout.tp, layout.pp, layout.cp, layout.ep)), layout.tp * layout.pp * layout.cp,
+            model.layers % layout.pp != 0, layout.vpp, _OFFLOAD.index(layout.offload), layout.zero_stage,
+            _RECOMPUTE.index(layout.recompute), layout.pp, -layout.micro_batch_size)
+
+
+def _why_lost(alt, chosen, model: Model) -> str:
+    a, c = alt[0], chosen[0]
+    ta, tc = alt[1].step_time, chosen[1].step_time
+    if ta > tc * (1 + NEAR_TIE):
+        return f"slower: est. step {ta:.2f} s vs {tc:.2f} s ({ta / tc - 1:+.0%})"
+    diffs = []
+    for name in ("tp", "pp", "cp", "ep", "vpp"):
+        if getattr(a, name) != getattr(c, name):
+            diffs.append(f"{name} {getattr(a, name)} vs {getattr(c, name)}")
+    for name in ("zero_stage", "recompute", "offload", "micro_batch_size"):
+        if getattr(a, name) != getattr(c, name):
+            diffs.append(f"{name} {getattr(a, name)} vs {getattr(c, name)}")
+    return (f"about as fast (est. step {ta:.2f} s vs {tc:.2f} s, within {NEAR_TIE:.0%}) but less simple: "
+            + ", ".join(diffs))
+
+
+def _search(cluster, model, training, decisions, strategy, framework, result: PlanResult,
+            memory_fn, estimate_fn, check_fn, allow_offload: bool):
+    gbs = training.global_batch_size
+    mbs_options = (training.micro_batch_size,) if training.micro_batch_size else MBS_OPTIONS
+    recomputes = ("none", "full") if framework == "deepspeed" else _RECOMPUTE   # selective is Megatron's
+    offloads = _OFFLOAD if allow_offload else ("none",)
+    fitting: list[tuple[Layout, object]] = []
     closest = None
-    rejected = 0
-    shapes_seen: set[tuple] = set()
-    rejected_shapes: set[tuple] = set()
-    scanned_after = 0
-    for row in rows:
-        if chosen is not None:
-            scanned_after += 1
-            if scanned_after > MAX_SCAN_AFTER_CHOICE or len(result.alternatives) >= MAX_ALTERNATIVES:
-                break
-            shape = row[1:7]
-            if shape in shapes_seen:
+    logged: set[tuple] = set()
+    for shape in _shapes(cluster, model, training, decisions, strategy, framework):
+        for mbs in mbs_options:
+            if gbs % (mbs * shape.dp):                          # M11
                 continue
-        layout = _layout(row, framework, training, decisions)
-        est = estimate_fn(cluster, model, layout, training)
-        result.examined += 1
-        mem = est.memory
-        if not mem.fits:
-            if chosen is None:
-                rejected += 1
-                if closest is None or mem.total < closest[1].memory.total:
-                    closest = (layout, est)
-                if row[1:7] not in rejected_shapes and len(rejected_shapes) < MAX_REJECT_EVENTS:
-                    result.events.append(("reject", f"memory: needs {mem.total / 2**30:.1f} GiB per GPU > "
-                                                    f"{mem.capacity / 2**30:.1f} GiB (recompute {layout.recompute}"
-                                                    f"{', offload ' + layout.offload if layout.offload != 'none' else ''})",
-                                          layout.id))
-                rejected_shapes.add(row[1:7])
+            m = gbs // (mbs * shape.dp)
+            if shape.vpp > 1 and (m < shape.pp or m % shape.pp):  # M10
+                continue
+            shape_fits = False
+            for zero in _stages(decisions, framework, shape.pp):
+                for offload in offloads:
+                    # DeepSpeed offload_config.py: parameter offload needs ZeRO-3; optimizer offload a stage >= 1.
+                    if (offload == "optimizer+params" and zero != 3) or (offload == "optimizer" and zero < 1):
+                        continue
+                    for recompute in recomputes:
+                        layout = Layout(framework=framework, tp=shape.tp, pp=shape.pp, dp=shape.dp, cp=shape.cp,
+                                        ep=shape.ep, etp=shape.etp if shape.ep > 1 else None, vpp=shape.vpp,
+                                        sp=shape.tp > 1 and "sp" in decisions.features, zero_stage=zero,
+                                        micro_batch_size=mbs, num_microbatches=m, recompute=recompute,
+                                        offload=offload)
+                        mem = memory_fn(cluster, model, layout, training)
+                        result.examined += 1
+                        if mem.fits and mem.host_fits:
+                            fitting.append((layout, None))
+                            shape_fits = True
+                            break                                # more recompute is never faster
+                        if closest is None or mem.total < closest[1].total:
+                            closest = (layout, mem)
+                        if recompute == recomputes[-1] and mbs == mbs_options[0]:
+                            key = (shape.tp, shape.pp, shape.cp, shape.ep, zero, offload)
+                            if key not in logged and len(logged) < MAX_REJECT_EVENTS and shape.vpp == 1:
+                                logged.add(key)
+                                result.events.append((
+                                    "reject", f"memory: {mem.total / 2**30:.1f} GiB per GPU > {mem.capacity / 2**30:.1f}"
+                                              f" GiB even with recompute {recompute}", layout.id))
+                    if shape_fits and offload == "none":
+                        break                                    # offload only when nothing fits
+            if not shape_fits:
+                break                                            # a larger micro-batch will not fit either
+    if not fitting:
+        return None, closest
+    scored = [(layout, estimate_fn(cluster, model, layout, training)) for layout, _ in fitting]
+    best_time = min(est.step_time for _, est in scored)
+    tp_first = "tp_before_pp" in decisions.features
+    near = sorted((c for c in scored if c[1].step_time <= best_time * (1 + NEAR_TIE)),
+                  key=lambda c: (_simplicity(c[0], model, tp_first), c[1].step_time))
+    rest = sorted((c for c in scored if c[1].step_time > best_time * (1 + NEAR_TIE)),
+                  key=lambda c: (c[1].step_time, _simplicity(c[0], model, tp_first)))
+    ordered = near + rest
+    result.ranking = ordered
+    chosen = None
+    shapes_listed: set[tuple] = set()
+    for layout, est in ordered:
+        if chosen is not None and len(result.alternatives) >= MAX_ALTERNATIVES:
+            break
+        shape = (layout.tp, layout.pp, layout.cp, layout.ep, layout.zero_stage)
+        if chosen is not None and shape in shapes_listed:
             continue
         errors = check_fn(layout, est)
         if errors:
@@ -182,51 +246,85 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
             rule_id, message = errors[0]
             result.events.append(("reject", f"rule {rule_id}: {message}", layout.id))
             continue
+        shapes_listed.add(shape)
         if chosen is None:
-            chosen, chosen_key = (layout, est), row[0]
-            shapes_seen.add(row[1:7])
-            logged = min(len(rejected_shapes), MAX_REJECT_EVENTS)
-            if rejected > logged:
-                result.events.append(("note", f"{rejected - logged} more candidates (other recompute, ZeRO or offload "
-                                              "options of the shapes above, or further shapes) rejected for memory", None))
-            continue
-        shapes_seen.add(row[1:7])
-        reason = _why_lost(row[0], chosen_key)
-        base = chosen[1].step_time
-        if base:
-            delta = est.step_time / base - 1
-            reason += f"; est. step {est.step_time:.2f} s ({delta:+.0%} vs the choice)"
-        result.alternatives.append(Alternative(layout, est, reason))
+            chosen = (layout, est)
+            result.events.append(("note", f"{len(scored)} layouts fit in memory; ranked by estimated step time, "
+                                          f"simplest first within {NEAR_TIE:.0%} of the fastest", None))
+        else:
+            result.alternatives.append(Alternative(layout, est, _why_lost((layout, est), chosen, model)))
     return chosen, closest
 
 
-def plan(cluster: Cluster, model: Model, training: Training, decisions: Decisions, estimate_fn,
+def _other_family(cluster, model, training, decisions: Decisions, strategy: str, result: PlanResult,
+                  memory_fn, estimate_fn, check_fn) -> None:
+    """Evaluate the family the rules did not choose, so users see what they would gain or lose.
+    Its best layout joins the alternatives with the rule that preferred the chosen family."""
+    import copy
+
+    other = copy.deepcopy(decisions)
+    if strategy == "zero-dp":
+        family, framework = "model-parallel", "megatron"
+        other.zero_stages = ((1,), "planner")
+        other.features.setdefault("sp", "planner")
+        other.features.setdefault("tp_before_pp", "planner")
+    else:
+        family, framework = "zero-dp", "deepspeed"
+        other.zero_stages = ((1, 2, 3), "planner")
+    side = PlanResult(None, None, framework)
+    chosen, _ = _search(cluster, model, training, other, family, framework, side, memory_fn, estimate_fn,
+                        check_fn, allow_offload=False)
+    result.examined += side.examined
+    seen = {(l.tp, l.pp, l.cp, l.ep) for l, _ in result.ranking}
+    result.ranking += [c for c in side.ranking if (c[0].tp, c[0].pp, c[0].cp, c[0].ep) not in seen]
+    if chosen is None or result.estimate is None:
+        return
+    layout, est = chosen
+    rule = decisions.strategy[1] if decisions.strategy else "the default strategy"
+    delta = est.step_time / result.estimate.step_time - 1
+    result.alternatives.append(Alternative(layout, est, (
+        f"family {family} ({framework}): est. step {est.step_time:.2f} s ({delta:+.0%}); "
+        f"rule {rule} prefers {strategy} for this cluster and model")))
+
+
+def plan(cluster: Cluster, model: Model, training: Training, decisions: Decisions, estimate_fn, memory_fn=None,
          check_fn=lambda layout, est: []) -> PlanResult:
-    """Pick the first layout in preference order that passes the constraints, fits in memory, and has
-    no error from `check_fn` (the audit's legality rules: a list of (rule id, message))."""
+    """Pick the fastest layout (by the cost model) that the rules allow, that fits, and that has no
+    error from `check_fn` (the audit's legality rules: a list of (rule id, message))."""
+    memory_fn = memory_fn or (lambda c, m, l, t: estimate_fn(c, m, l, t).memory)
     framework = decisions.framework[0] if decisions.framework else "megatron"
     strategy = decisions.strategy[0] if decisions.strategy else "model-parallel"
     result = PlanResult(None, None, framework)
     if not decisions.strategy:
-        result.events.append(("note", "no rule chose a strategy: model-parallel (smallest TP, then PP, that fits)", None))
-    chosen, closest = _search(cluster, model, training, decisions, strategy, framework, result, estimate_fn, check_fn)
+        result.events.append(("note", "no rule chose a strategy: model-parallel", None))
+    args = (cluster, model, training)
+    chosen, closest = _search(*args, decisions, strategy, framework, result, memory_fn, estimate_fn, check_fn,
+                              allow_offload=False)
+    if chosen is None and strategy == "zero-dp":
+        chosen, closest = _search(*args, decisions, strategy, framework, result, memory_fn, estimate_fn, check_fn,
+                                  allow_offload=True)
+        if chosen is not None:
+            result.events.append(("note", "nothing fits on the GPUs alone: ZeRO offload to host memory", None))
     if chosen is None and strategy == "zero-dp":
         # ZeRO alone (even with offload) cannot hold the model: widen to TP/PP, and say so.
-        best = f"; closest {closest[0].id} needs {closest[1].memory.total / 2**30:.1f} GiB" if closest else ""
+        best = f"; closest {closest[0].id} needs {closest[1].total / 2**30:.1f} GiB" if closest else ""
         result.events.append(("reject", f"family zero-dp: no ZeRO stage or offload fits{best}", "zero-dp"))
         framework = "megatron"
         decisions.zero_stages = ((1,), "planner")
+        decisions.features.setdefault("sp", "planner")
         result.framework = framework
         result.events.append(("note", "widening to model-parallel with Megatron-LM (TP inside the NVLink domain, then PP)", None))
-        chosen, closest = _search(cluster, model, training, decisions, "model-parallel", framework, result, estimate_fn, check_fn)
+        chosen, closest = _search(*args, decisions, "model-parallel", framework, result, memory_fn, estimate_fn,
+                                  check_fn, allow_offload=False)
     if chosen is None:
         if closest is not None:
             result.events.append(("reject", f"no layout fits; closest {closest[0].id} needs "
-                                            f"{closest[1].memory.total / 2**30:.1f} GiB of "
-                                            f"{closest[1].memory.capacity / 2**30:.1f} GiB", closest[0].id))
+                                            f"{closest[1].total / 2**30:.1f} GiB of {closest[1].capacity / 2**30:.1f} GiB",
+                                  closest[0].id))
         else:
             result.events.append(("reject", "no layout satisfies the divisibility constraints "
                                             "(heads, layers, global batch vs dp)", None))
         return result
     result.layout, result.estimate = chosen
+    _other_family(cluster, model, training, decisions, strategy, result, memory_fn, estimate_fn, check_fn)
     return result

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .audit import Finding
+from .auditor import Finding
 from .estimate import Estimate
 from .layout import Framework, Layout
 from .specs import Cluster, Model, Training

@@ -1,0 +1,99 @@
+"""How often does recommend() pick what expert teams picked? (issue 5's benchmark; run on demand)
+
+    python benchmarks/published_planner.py [path/to/published-layouts-dev.jsonl] [--verbose]
+
+For every published record that can be built, runs `recommend` on the same cluster, model, sequence
+length, global batch and precision, then prints:
+- exact agreement on TP, on (TP, PP), and on (TP, PP, CP, EP);
+- the rank of the published shape (tp, pp, cp, ep) among the advisor's ranked candidate shapes
+  (best per shape), or why it is not a candidate (does not fit the estimate, pruned by a rule);
+- the estimated step time of the published layout relative to the recommended one;
+- a per-source breakdown.
+Targets (issue 5): TP >= 70%, (TP, PP) >= 55%, published shape in the top 5 for >= 85% of records.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import advisor  # noqa: E402
+from advisor.api import recommend_with_ranking  # noqa: E402
+from benchmarks.published import load_records  # noqa: E402
+
+SHAPE = ("tp", "pp", "cp", "ep")
+
+
+def _shape(layout) -> tuple:
+    return tuple(getattr(layout, k) for k in SHAPE)
+
+
+def _source(rec_id: str) -> str:
+    return rec_id.split("-")[0]
+
+
+def main(argv: list[str]) -> int:
+    verbose = "--verbose" in argv
+    paths = [a for a in argv if not a.startswith("--")]
+    rows = []
+    t0 = time.perf_counter()
+    for rec in load_records(Path(paths[0]) if paths else None):
+        # Same seq, global batch, precision; the micro-batch is the planner's to choose.
+        training = rec.training.model_copy(update={"micro_batch_size": None})
+        result, ranking = recommend_with_ranking(rec.cluster, rec.model, training)
+        pub = _shape(rec.layout)
+        shapes = []
+        for layout, _ in ranking:
+            if _shape(layout) not in shapes:
+                shapes.append(_shape(layout))
+        rank = shapes.index(pub) + 1 if pub in shapes else None
+        try:
+            pub_est = advisor.estimate(rec.cluster, rec.model, rec.layout, rec.training)
+            rel = pub_est.step_time / result.estimates.step_time if result.estimates else None
+            fits = pub_est.memory.fits
+        except advisor.AdvisorError as exc:
+            rel, fits = None, f"not estimable: {exc}".splitlines()[0]
+        got = _shape(result.layout) if result.layout else None
+        rows.append(dict(id=rec.id, source=_source(rec.id), pub=pub, got=got, rank=rank, rel=rel, fits=fits,
+                         n=len(shapes)))
+        if verbose or got is None or got[:2] != pub[:2]:
+            why = "" if rank else (" (published shape does not fit the estimate)" if fits is not True
+                                   else " (published shape not among the candidates: pruned)")
+            print(f"{rec.id:<46} published tp{pub[0]} pp{pub[1]} cp{pub[2]} ep{pub[3]}  "
+                  f"advisor {('tp%d pp%d cp%d ep%d' % got) if got else 'none'}  "
+                  f"rank {rank or '-'}/{len(shapes)}{why}  "
+                  f"published/recommended step {rel:.2f}" if rel else f"{rec.id:<46} published {pub} advisor {got} rank {rank}{why}")
+    n = len(rows)
+    tp = sum(r["got"] is not None and r["got"][0] == r["pub"][0] for r in rows)
+    tp_pp = sum(r["got"] is not None and r["got"][:2] == r["pub"][:2] for r in rows)
+    full = sum(r["got"] == r["pub"] for r in rows)
+    top5 = sum(r["rank"] is not None and r["rank"] <= 5 for r in rows)
+    rels = [r["rel"] for r in rows if r["rel"]]
+    print()
+    print(f"records: {n}   ({time.perf_counter() - t0:.1f} s)")
+    print(f"TP agreement:             {tp / n:6.1%}  ({tp}/{n})   target >= 70%")
+    print(f"(TP, PP) agreement:       {tp_pp / n:6.1%}  ({tp_pp}/{n})   target >= 55%")
+    print(f"(TP, PP, CP, EP):         {full / n:6.1%}  ({full}/{n})")
+    print(f"published in top 5:       {top5 / n:6.1%}  ({top5}/{n})   target >= 85%")
+    if rels:
+        print(f"published/recommended est. step time: median {statistics.median(rels):.2f}, "
+              f"min {min(rels):.2f}, max {max(rels):.2f}")
+    by_source = defaultdict(list)
+    for r in rows:
+        by_source[r["source"]].append(r)
+    print("\nper source:              n    TP  TP,PP  top5")
+    for src, rs in sorted(by_source.items()):
+        k = len(rs)
+        print(f"  {src:<22}{k:>3} {sum(r['got'] is not None and r['got'][0] == r['pub'][0] for r in rs) / k:6.0%}"
+              f" {sum(r['got'] is not None and r['got'][:2] == r['pub'][:2] for r in rs) / k:6.0%}"
+              f" {sum(r['rank'] is not None and r['rank'] <= 5 for r in rs) / k:6.0%}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
