@@ -139,6 +139,7 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("check.memory_fits", bool, "estimated per-GPU memory fits the GPU"),
     ("check.memory_gib", float, "estimated per-GPU memory on the most-loaded rank, GiB"),
     ("check.capacity_gib", float, "GPU memory, GiB"),
+    ("check.memory_percent", float, "estimated per-GPU memory as a percentage of the GPU's"),
     ("check.host_fits", bool, "offloaded states fit in host memory"),
     ("check.zero_only_fits", bool, "a ZeRO-2/3 data-parallel layout without TP/PP/CP fits (no offload)"),
 )
@@ -285,6 +286,7 @@ def build_layout_facts(cluster: Cluster, model: Model, training: Training, layou
         "memory_fits": bool(memory.fits) if memory is not None else True,
         "memory_gib": _round(memory.total / GIB) if memory is not None else 0.0,
         "capacity_gib": _round(cluster.gpu.memory / GIB),
+        "memory_percent": _round(100 * memory.total / cluster.gpu.memory) if memory is not None else 0.0,
         "host_fits": bool(memory.host_fits) if memory is not None else True,
         "zero_only_fits": zero_only_fits,
     }

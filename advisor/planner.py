@@ -35,6 +35,11 @@ MAX_ALTERNATIVES = 4
 MAX_REJECT_EVENTS = 10          # rejections written to the trace one by one; the rest are counted
 MBS_OPTIONS = (1, 2, 4)         # micro-batch sizes searched when the caller gives none
 MAX_VPP_OPTIONS = 3             # virtual-stage counts tried per pipeline shape
+# Layouts that fill more than this share of GPU memory rank after every layout with room left: the
+# memory estimate is within ~4% of Korthikanti et al.'s measurements, so above 95% a "fit" may not be
+# one (NVIDIA/Megatron-LM#525: an estimate that fit 23.3 of 32 GB went out of memory); published runs
+# often sit at 90-95% by our estimate and ran. The audit warns at the same threshold (advice.memory-tight).
+MAX_MEMORY_UTILIZATION = 0.95
 
 
 @dataclass(frozen=True)
@@ -158,9 +163,17 @@ def _plain_simplicity(layout: Layout, model: Model) -> tuple:
             _RECOMPUTE.index(layout.recompute), layout.pp, -layout.micro_batch_size)
 
 
+def a_mem_share(est) -> float:
+    return est.memory.total / est.memory.capacity
+
+
 def _why_lost(alt, chosen, model: Model) -> str:
     a, c = alt[0], chosen[0]
     ta, tc = alt[1].step_time, chosen[1].step_time
+    ua, uc = a_mem_share(alt[1]), a_mem_share(chosen[1])
+    if ua > MAX_MEMORY_UTILIZATION >= uc:
+        return (f"uses {ua:.0%} of GPU memory (> {MAX_MEMORY_UTILIZATION:.0%}): est. step {ta:.2f} s vs "
+                f"{tc:.2f} s ({ta / tc - 1:+.0%}), too little headroom")
     if ta > tc * (1 + NEAR_TIE):
         return f"slower: est. step {ta:.2f} s vs {tc:.2f} s ({ta / tc - 1:+.0%})"
     diffs = []
@@ -205,9 +218,12 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
                         mem = memory_fn(cluster, model, layout, training)
                         result.examined += 1
                         if mem.fits and mem.host_fits:
-                            fitting.append((layout, None))
+                            tight = mem.total > MAX_MEMORY_UTILIZATION * mem.capacity
+                            fitting.append((layout, tight))
                             shape_fits = True
-                            break                                # more recompute is never faster
+                            if not tight:
+                                break                            # more recompute is never faster
+                            continue                             # tight: also try more recompute
                         if closest is None or mem.total < closest[1].total:
                             closest = (layout, mem)
                         if recompute == recomputes[-1] and mbs == mbs_options[0]:
@@ -223,14 +239,19 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
                 break                                            # a larger micro-batch will not fit either
     if not fitting:
         return None, closest
-    scored = [(layout, estimate_fn(cluster, model, layout, training)) for layout, _ in fitting]
-    best_time = min(est.step_time for _, est in scored)
     tp_first = "tp_before_pp" in decisions.features
-    near = sorted((c for c in scored if c[1].step_time <= best_time * (1 + NEAR_TIE)),
-                  key=lambda c: (_simplicity(c[0], model, tp_first), c[1].step_time))
-    rest = sorted((c for c in scored if c[1].step_time > best_time * (1 + NEAR_TIE)),
-                  key=lambda c: (c[1].step_time, _simplicity(c[0], model, tp_first)))
-    ordered = near + rest
+    ordered = []
+    for group in (False, True):          # layouts with memory headroom first, tight ones after
+        scored = [(layout, estimate_fn(cluster, model, layout, training)) for layout, tight in fitting
+                  if tight is group]
+        if not scored:
+            continue
+        best_time = min(est.step_time for _, est in scored)
+        ordered += sorted((c for c in scored if c[1].step_time <= best_time * (1 + NEAR_TIE)),
+                          key=lambda c: (_simplicity(c[0], model, tp_first), c[1].step_time))
+        ordered += sorted((c for c in scored if c[1].step_time > best_time * (1 + NEAR_TIE)),
+                          key=lambda c: (c[1].step_time, _simplicity(c[0], model, tp_first)))
+    n_tight = sum(tight for _, tight in fitting)
     result.ranking = ordered
     chosen = None
     shapes_listed: set[tuple] = set()
@@ -249,8 +270,12 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
         shapes_listed.add(shape)
         if chosen is None:
             chosen = (layout, est)
-            result.events.append(("note", f"{len(scored)} layouts fit in memory; ranked by estimated step time, "
-                                          f"simplest first within {NEAR_TIE:.0%} of the fastest", None))
+            result.events.append(("note", f"{len(fitting)} layouts fit in memory ({n_tight} above "
+                                          f"{MAX_MEMORY_UTILIZATION:.0%} of it, ranked last); ranked by estimated "
+                                          f"step time, simplest first within {NEAR_TIE:.0%} of the fastest", None))
+            if est.memory.total > MAX_MEMORY_UTILIZATION * est.memory.capacity:
+                result.events.append(("note", f"every fitting layout uses more than {MAX_MEMORY_UTILIZATION:.0%} "
+                                              "of GPU memory: expect little room for fragmentation", None))
         else:
             result.alternatives.append(Alternative(layout, est, _why_lost((layout, est), chosen, model)))
     return chosen, closest
