@@ -1,0 +1,77 @@
+"""The classic layout patterns, as properties of the planner over generated clusters and models."""
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import advisor
+from advisor import GPU, Cluster, Model, Training, presets
+
+DENSE = ["llama-2-7b", "llama-2-13b", "llama-3-8b", "llama-3-70b", "qwen2.5-72b", "gpt-3-175b", "llama-2-70b"]
+RECOMPUTE = ["none", "selective", "full"]
+OFFLOAD = ["none", "optimizer", "optimizer+params"]
+PROPERTY = settings(max_examples=int(__import__("os").environ.get("PLANNER_EXAMPLES", "25")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def dense_situations(draw):
+    gpu = draw(st.sampled_from(["A100-80GB", "H100-SXM-80GB", "H200", "B200"]))
+    gpus = draw(st.sampled_from([8, 16, 32, 64, 128, 256, 512]))
+    model = draw(st.sampled_from(DENSE))
+    seq = draw(st.sampled_from([2048, 4096]))
+    gbs = draw(st.sampled_from([512, 1024, 2048]))
+    return Cluster(gpu=gpu, gpus=gpus), Model.preset(model), Training(seq_len=seq, global_batch_size=gbs)
+
+
+@PROPERTY
+@given(dense_situations())
+def test_tp_stays_in_a_node_pp_and_dp_take_the_rest(s):
+    cluster, model, training = s
+    rec = advisor.recommend(cluster, model, training)
+    if rec.layout is None:
+        return
+    lay = rec.layout
+    # TP innermost in the rank order and dividing the node: every TP group lies inside one server.
+    assert lay.tp <= cluster.nvlink_domain and cluster.gpus_per_node % lay.tp == 0
+    # DP takes the rest.
+    assert lay.dp == cluster.gpus // (lay.tp * lay.pp * lay.cp)
+
+
+@PROPERTY
+@given(dense_situations())
+def test_pp_only_when_more_tp_inside_the_node_would_not_do_as_well(s):
+    """TP grows to the node before PP grows: a recommended pp > 1 never leaves a fitting pp = 1 layout
+    with more TP (inside the NVLink domain) that the cost model rates about as fast."""
+    from advisor.api import recommend_with_ranking
+    from advisor.planner import NEAR_TIE
+    cluster, model, training = s
+    rec, ranking = recommend_with_ranking(cluster, model, training)
+    lay = rec.layout
+    if lay is None or lay.pp == 1 or rec.framework == "deepspeed":
+        return
+    best = rec.estimates.step_time
+    for cand, est in ranking:
+        if cand.pp == 1 and cand.tp > lay.tp and cand.framework == rec.framework and cand.cp == lay.cp:
+            headroom = est.memory.total <= 0.95 * est.memory.capacity
+            assert not (headroom and est.step_time <= best * (1 + NEAR_TIE)), (lay.id, cand.id)
+
+
+def _with_memory(gpu: str, factor: float) -> GPU:
+    spec = presets.gpu(gpu)
+    base = GPU(**spec)
+    return GPU(**{**spec, "name": f"{base.name}-x{factor}", "memory": int(base.memory * factor)})
+
+
+@PROPERTY
+@given(st.sampled_from(["A100-40GB", "A100-80GB", "H100-SXM-80GB"]), st.sampled_from([8, 16, 32]),
+       st.sampled_from(["llama-2-7b", "llama-2-13b", "llama-3-8b", "llama-2-70b"]))
+def test_more_gpu_memory_never_means_more_aggressive_memory_saving(gpu, gpus, model):
+    training = Training(seq_len=4096, global_batch_size=256)
+    small = advisor.recommend(Cluster(gpu=_with_memory(gpu, 1.0), gpus=gpus), model, training)
+    big = advisor.recommend(Cluster(gpu=_with_memory(gpu, 2.0), gpus=gpus), model, training)
+    if small.layout is None:
+        return
+    assert big.layout is not None
+    if big.framework == small.framework:
+        assert big.layout.zero_stage <= small.layout.zero_stage, (small.layout.id, big.layout.id)
+    assert RECOMPUTE.index(big.layout.recompute) <= RECOMPUTE.index(small.layout.recompute), (small.layout, big.layout)
+    assert OFFLOAD.index(big.layout.offload) <= OFFLOAD.index(small.layout.offload)
