@@ -126,7 +126,10 @@ def recommend_with_ranking(cluster: Any, model: Any, training: Any = None, *, ru
     from .auditor import layout_findings
 
     def legality_errors(layout, est):
-        found, _ = layout_findings(book, cluster, model, training, layout, est.memory, engine)
+        # Candidate screening runs the same compiled audit rules on the pure-Python evaluator: the
+        # differential test keeps it identical to durable_rules, and it is ~20x cheaper per call. The
+        # chosen layout's audit below runs on the configured engine.
+        found, _ = layout_findings(book, cluster, model, training, layout, est.memory, "python")
         return [(f.rule_id, f.message) for f in found if f.severity == "error"]
 
     result = plan(cluster, model, training, decisions, _estimate, _memory_only, legality_errors)

@@ -196,46 +196,64 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
     fitting: list[tuple[Layout, object]] = []
     closest = None
     logged: set[tuple] = set()
+    dead: set[tuple] = set()          # (tp, pp, cp, ep, dp) whose plain-1F1B form cannot fit at all
     for shape in _shapes(cluster, model, training, decisions, strategy, framework):
+        base = (shape.tp, shape.pp, shape.cp, shape.ep, shape.dp)
+        if shape.vpp > 1 and base in dead:
+            continue                      # virtual stages only add in-flight activations
         for mbs in mbs_options:
             if gbs % (mbs * shape.dp):                          # M11
                 continue
             m = gbs // (mbs * shape.dp)
             if shape.vpp > 1 and (m < shape.pp or m % shape.pp):  # M10
                 continue
+
+            def layout_for(zero, recompute, offload):
+                return Layout(framework=framework, tp=shape.tp, pp=shape.pp, dp=shape.dp, cp=shape.cp,
+                              ep=shape.ep, etp=shape.etp if shape.ep > 1 else None, vpp=shape.vpp,
+                              sp=shape.tp > 1 and "sp" in decisions.features, zero_stage=zero,
+                              micro_batch_size=mbs, num_microbatches=m, recompute=recompute, offload=offload)
+
             shape_fits = False
             for zero in _stages(decisions, framework, shape.pp):
                 for offload in offloads:
                     # DeepSpeed offload_config.py: parameter offload needs ZeRO-3; optimizer offload a stage >= 1.
                     if (offload == "optimizer+params" and zero != 3) or (offload == "optimizer" and zero < 1):
                         continue
+                    # Memory only shrinks with more recompute: test the most frugal level first, and
+                    # skip the others when even it does not fit.
+                    frugal = layout_for(zero, recomputes[-1], offload)
+                    frugal_mem = mem = memory_fn(cluster, model, frugal, training)
+                    result.examined += 1
+                    if not (mem.fits and mem.host_fits):
+                        if closest is None or mem.total < closest[1].total:
+                            closest = (frugal, mem)
+                        key = (shape.tp, shape.pp, shape.cp, shape.ep, zero, offload)
+                        if mbs == mbs_options[0] and shape.vpp == 1 and key not in logged \
+                                and len(logged) < MAX_REJECT_EVENTS:
+                            logged.add(key)
+                            result.events.append((
+                                "reject", f"memory: {mem.total / 2**30:.1f} GiB per GPU > {mem.capacity / 2**30:.1f}"
+                                          f" GiB even with recompute {recomputes[-1]}", frugal.id))
+                        continue
                     for recompute in recomputes:
-                        layout = Layout(framework=framework, tp=shape.tp, pp=shape.pp, dp=shape.dp, cp=shape.cp,
-                                        ep=shape.ep, etp=shape.etp if shape.ep > 1 else None, vpp=shape.vpp,
-                                        sp=shape.tp > 1 and "sp" in decisions.features, zero_stage=zero,
-                                        micro_batch_size=mbs, num_microbatches=m, recompute=recompute,
-                                        offload=offload)
-                        mem = memory_fn(cluster, model, layout, training)
-                        result.examined += 1
+                        if recompute == recomputes[-1]:
+                            layout, mem = frugal, frugal_mem
+                        else:
+                            layout = layout_for(zero, recompute, offload)
+                            mem = memory_fn(cluster, model, layout, training)
+                            result.examined += 1
                         if mem.fits and mem.host_fits:
                             tight = mem.total > MAX_MEMORY_UTILIZATION * mem.capacity
                             fitting.append((layout, tight))
                             shape_fits = True
                             if not tight:
                                 break                            # more recompute is never faster
-                            continue                             # tight: also try more recompute
-                        if closest is None or mem.total < closest[1].total:
-                            closest = (layout, mem)
-                        if recompute == recomputes[-1] and mbs == mbs_options[0]:
-                            key = (shape.tp, shape.pp, shape.cp, shape.ep, zero, offload)
-                            if key not in logged and len(logged) < MAX_REJECT_EVENTS and shape.vpp == 1:
-                                logged.add(key)
-                                result.events.append((
-                                    "reject", f"memory: {mem.total / 2**30:.1f} GiB per GPU > {mem.capacity / 2**30:.1f}"
-                                              f" GiB even with recompute {recompute}", layout.id))
                     if shape_fits and offload == "none":
                         break                                    # offload only when nothing fits
             if not shape_fits:
+                if mbs == mbs_options[0] and shape.vpp == 1:
+                    dead.add(base)
                 break                                            # a larger micro-batch will not fit either
     if not fitting:
         return None, closest
