@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 import re
+import sys
+import threading
 from importlib import resources
-
-import pint
 
 from .errors import InputError
 
@@ -25,33 +25,65 @@ __all__ = [
     "format_bytes",
 ]
 
-UREG = pint.UnitRegistry(
-    str(resources.files("advisor") / "units_en.txt"),
-    autoconvert_offset_to_baseunit=False,
-    cache_folder=None,
-)
+# pint and the registry load on first use: they are most of `import advisor`'s cost, and plain
+# numbers (canonical units) never need them.
+_REGISTRY: dict[str, object] = {}
+_REGISTRY_LOCK = threading.Lock()
 
-_BYTES = UREG.Quantity(1, "byte")
-_BYTES_PER_S = UREG.Quantity(1, "byte / second")
-_FLOPS = UREG.Quantity(1, "flop / second")
+
+def registry():
+    """The project's pint UnitRegistry (built once, thread-safe)."""
+    if "ureg" not in _REGISTRY:
+        with _REGISTRY_LOCK:
+            if "ureg" not in _REGISTRY:
+                import pint
+
+                ureg = pint.UnitRegistry(str(resources.files("advisor") / "units_en.txt"),
+                                         autoconvert_offset_to_baseunit=False, cache_folder=None)
+                _REGISTRY.update(bytes=ureg.Quantity(1, "byte"), bytes_per_s=ureg.Quantity(1, "byte / second"),
+                                 flops=ureg.Quantity(1, "flop / second"))
+                _REGISTRY["ureg"] = ureg
+    return _REGISTRY["ureg"]
+
+
+def __getattr__(name: str):
+    if name == "UREG":
+        return registry()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _is_pint_quantity(value: object) -> bool:
+    pint = sys.modules.get("pint")
+    return pint is not None and isinstance(value, pint.Quantity)
 
 # Suffixes for counts. Parameters use decimal multipliers ("70B" = 70e9, as model cards do);
 # sequence lengths use binary ones ("8k" = 8192, "128k" = 131072, as context windows are quoted).
 _DECIMAL_SUFFIX = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12}
 _BINARY_SUFFIX = {"": 1, "k": 2**10, "K": 2**10, "M": 2**20}
+# Longest quantity string read (pint's parser cost grows with the text; "989 TFLOP/s" is 11).
+_MAX_TEXT = 100
 _COUNT_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]?)\s*$")
 
 
-def _quantity(value: object, field: str, reference: pint.Quantity, want: str) -> float:
+def _quantity(value: object, field: str, reference: str, want: str) -> float:
     """Magnitude of `value` in the units of `reference`; plain numbers are already canonical."""
     if isinstance(value, bool):
         raise InputError(field, value, want)
     if isinstance(value, (int, float)):
-        magnitude = float(value)
-    elif isinstance(value, (str, pint.Quantity)):
         try:
-            q = UREG.Quantity(value) if isinstance(value, str) else UREG.Quantity(value.magnitude, str(value.units))
-        except (pint.errors.PintError, ValueError, TypeError, AttributeError, SyntaxError) as exc:
+            magnitude = float(value)
+        except OverflowError:                 # an int beyond the float range, e.g. 10**400
+            raise InputError(field, value, want, hint="must be a finite number greater than zero") from None
+    elif isinstance(value, str) or _is_pint_quantity(value):
+        ureg = registry()
+        import pint
+
+        if isinstance(value, str) and (len(value) > _MAX_TEXT or "^" in value or "**" in value):
+            # pint evaluates powers exactly: "9^9^9 GiB" would never return (hostile input).
+            raise InputError(field, value, want, hint=f"a number and a unit, at most {_MAX_TEXT} characters, no powers")
+        try:
+            q = ureg.Quantity(value) if isinstance(value, str) else ureg.Quantity(value.magnitude, str(value.units))
+        except Exception as exc:  # pint's parser also raises TokenError, AssertionError, ZeroDivisionError, ...
             raise InputError(field, value, want, hint=f"could not read it as a quantity ({type(exc).__name__})") from None
         if isinstance(value, str) and _is_plain_number(value):
             # "80" could mean GB, GiB or bytes: a string must say its unit. Plain numbers (not
@@ -59,9 +91,11 @@ def _quantity(value: object, field: str, reference: pint.Quantity, want: str) ->
             raise InputError(field, value, want, hint="a string needs a unit; pass a plain number for canonical units")
         else:
             try:
-                magnitude = float(q.to(reference.units).magnitude)
+                magnitude = float(q.to(_REGISTRY[reference].units).magnitude)
             except pint.errors.DimensionalityError:
                 raise InputError(field, value, want, hint=f"'{q.units:~}' is not a unit of this kind") from None
+            except Exception as exc:  # e.g. OverflowError: a magnitude beyond the float range
+                raise InputError(field, value, want, hint=f"could not convert it ({type(exc).__name__})") from None
     else:
         raise InputError(field, value, want)
     if not math.isfinite(magnitude) or magnitude <= 0:
@@ -79,17 +113,17 @@ def _is_plain_number(text: str) -> bool:
 
 def to_bytes(value: object, field: str) -> int:
     """Bytes as an int: "80 GiB", "80GB", a pint Quantity, or a plain number of bytes."""
-    return int(round(_quantity(value, field, _BYTES, 'an amount of memory such as "80 GiB" or "80GB"')))
+    return int(round(_quantity(value, field, "bytes", 'an amount of memory such as "80 GiB" or "80GB"')))
 
 
 def to_bytes_per_second(value: object, field: str) -> float:
     """Bandwidth in bytes/s: "400 Gbit/s", "50 GB/s", "900 GB/s", or a plain number of bytes/s."""
-    return _quantity(value, field, _BYTES_PER_S, 'a bandwidth such as "400 Gbit/s" or "50 GB/s"')
+    return _quantity(value, field, "bytes_per_s", 'a bandwidth such as "400 Gbit/s" or "50 GB/s"')
 
 
 def to_flops_per_second(value: object, field: str) -> float:
     """Compute rate in FLOP/s: "989 TFLOP/s", "989 TFLOPS", or a plain number of FLOP/s."""
-    return _quantity(value, field, _FLOPS, 'a compute rate such as "989 TFLOP/s"')
+    return _quantity(value, field, "flops", 'a compute rate such as "989 TFLOP/s"')
 
 
 def _count(value: object, field: str, suffixes: dict[str, int], want: str) -> int:

@@ -1,0 +1,107 @@
+"""Speed of the advisor, measured (issue 8). Run on demand; prints medians and p95, never asserts.
+
+    python benchmarks/perf.py [--repeat N]
+
+Measures in this process: `estimate` and `audit` of one layout; `recommend` for the reference
+scenarios with the number of candidates examined; then, in fresh processes, `import advisor` and the
+CLI's wall time for one preset recommendation. Where llm-analysis is installed, times its
+single-configuration training analysis in the same process and prints our `estimate` as a ratio of it.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+
+import advisor
+from advisor import Cluster, Layout, Model, Training
+
+
+def _timed(fn, repeat: int) -> tuple[float, float]:
+    fn()                                   # warm: rule book, engine registration, caches
+    samples = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    samples.sort()
+    return statistics.median(samples), samples[min(len(samples) - 1, int(0.95 * len(samples)))]
+
+
+def _row(name: str, median: float, p95: float, extra: str = "") -> None:
+    print(f"  {name:<44} median {median * 1e3:9.3f} ms   p95 {p95 * 1e3:9.3f} ms  {extra}")
+
+
+SCENARIOS = [
+    ("7B on 8 A100-80GB", Cluster(gpu="A100-80GB", gpus=8), "llama-2-7b", Training(seq_len=4096, global_batch_size=128)),
+    ("70B on 64 H100", Cluster(gpu="H100-SXM-80GB", gpus=64), "llama-3-70b", Training(seq_len=8192, global_batch_size=512)),
+    ("GPT-3 175B on 1,024 A100", Cluster(gpu="A100-80GB", gpus=1024), "gpt-3-175b", Training(seq_len=2048, global_batch_size=1536)),
+    ("405B on 16,384 H100 at 8k", Cluster(gpu="H100-SXM-80GB", gpus=16384), "llama-3.1-405b", Training(seq_len="8k", global_batch_size=2048)),
+    ("405B on 16,384 H100 at 128k", Cluster(gpu="H100-SXM-80GB", gpus=16384), "llama-3.1-405b", Training(seq_len="128k", global_batch_size=128)),
+    ("DeepSeek-V3 on 2,048 H100", Cluster(gpu="H100-SXM-80GB", gpus=2048), "deepseek-v3", Training(seq_len=4096, global_batch_size=4096)),
+]
+
+
+def _llm_analysis_ratio(ours: float, repeat: int) -> None:
+    try:
+        from llm_analysis.analysis import LLMAnalysis  # noqa: F401
+        from llm_analysis.config import get_gpu_config_by_name, get_model_config_by_name  # noqa: F401
+    except Exception as exc:  # noqa: BLE001 - any import failure means "not available here"
+        print(f"  llm-analysis not installed ({type(exc).__name__}): ratio not measured")
+        return
+    from llm_analysis.analysis import LLMAnalysis
+    from llm_analysis.config import DtypeConfig, ParallelismConfig, get_gpu_config_by_name, get_model_config_by_name
+
+    def run():
+        la = LLMAnalysis(get_model_config_by_name("upstage/Llama-2-70b-instruct-v2"),
+                         get_gpu_config_by_name("a100-sxm-80gb"), DtypeConfig(),
+                         ParallelismConfig(tp_size=8, pp_size=2, dp_size=4))
+        la.training(batch_size_per_gpu=1, seq_len=8192, global_batch_size=512, ds_zero=1)
+
+    med, p95 = _timed(run, repeat)
+    _row("llm-analysis training (70B tp8 pp2 dp4)", med, p95)
+    print(f"  ratio estimate / llm-analysis: {ours / med:.2f} (target <= 0.25)")
+
+
+def main(argv: list[str]) -> int:
+    repeat = int(argv[argv.index("--repeat") + 1]) if "--repeat" in argv else 50
+    cluster, model = Cluster(gpu="H100-SXM-80GB", gpus=64), Model.preset("llama-3-70b")
+    training = Training(seq_len=8192, global_batch_size=512)
+    layout = Layout(tp=8, pp=2, dp=4, sp=True, zero_stage=1, num_microbatches=128)
+    print(f"advisor {advisor.__version__}, python {sys.version.split()[0]}, repeat {repeat}")
+    print("one layout (70B, tp8 pp2 dp4):")
+    est_med, est_p95 = _timed(lambda: advisor.estimate(cluster, model, layout, training), repeat * 10)
+    _row("estimate", est_med, est_p95)
+    _row("audit", *_timed(lambda: advisor.audit(cluster, model, layout, training), repeat))
+    _llm_analysis_ratio(est_med, repeat * 10)
+    print("recommend:")
+    for name, c, m, t in SCENARIOS:
+        rec = advisor.recommend(c, m, t)
+        med, p95 = _timed(lambda: advisor.recommend(c, m, t), max(3, repeat // 5))
+        _row(name, med, p95, f"{rec.candidates_examined} candidates -> {rec.layout.id if rec.layout else 'none'}")
+    print("fresh processes:")
+    imports, clis = [], []
+    for _ in range(max(3, repeat // 10)):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import advisor"], check=True)
+        imports.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "advisor.cli", "recommend", "--model", "llama-3-70b", "--gpu",
+                        "H100-SXM-80GB", "--gpus", "64"], check=True, capture_output=True)
+        clis.append(time.perf_counter() - t0)
+    base = []
+    for _ in range(max(3, repeat // 10)):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        base.append(time.perf_counter() - t0)
+    print(f"  python startup alone                         median {statistics.median(base) * 1e3:9.1f} ms")
+    print(f"  import advisor (process wall)                median {statistics.median(imports) * 1e3:9.1f} ms"
+          f"   (minus startup {statistics.median(imports) * 1e3 - statistics.median(base) * 1e3:.1f} ms; target 300)")
+    print(f"  CLI recommend 70B on 64 H100 (process wall)  median {statistics.median(clis) * 1e3:9.1f} ms   (target 600)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
