@@ -177,6 +177,17 @@ def _facts(_args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # `advisor rules | head`: the reader went away; exit quietly like other Unix tools.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     handler = {"recommend": _recommend, "audit": _audit, "presets": _presets, "rules": _rules,
                "facts": _facts}[args.command]

@@ -9,10 +9,10 @@
    (more recompute never runs faster). Shapes whose cheapest memory option does not fit are pruned.
    Offload is tried only when nothing else fits, and only in the ZeRO data-parallel family.
 3. Rank. Every survivor gets a full estimate; the fastest step wins, except that candidates within
-   `NEAR_TIE` of the fastest are ordered by simplicity (with the rules' "tp_before_pp": fewer pipeline
-   stages first -- Narayanan et al. takeaway #1, seed row 2 -- then fewer parallel dimensions, smaller
-   model parallelism, even pipeline split, no VPP, lower ZeRO stage, less recompute), because the
-   estimate is not that precise. The audit's legality rules then have the last word on each pick.
+   `NEAR_TIE` of the fastest are ordered by `_tie_break` (no CP; with the rules' "tp_before_pp", more
+   TP inside the NVLink domain and more memory headroom; then fewer parallel dimensions, smaller model
+   parallelism, even pipeline split, no VPP, lower ZeRO stage, less recompute), because the estimate
+   is not that precise. The audit's legality rules then have the last word on each pick.
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ MAX_VPP_OPTIONS = 3             # virtual-stage counts tried per pipeline shape
 # one (NVIDIA/Megatron-LM#525: an estimate that fit 23.3 of 32 GB went out of memory); published runs
 # often sit at 90-95% by our estimate and ran. The audit warns at the same threshold (advice.memory-tight).
 MAX_MEMORY_UTILIZATION = 0.95
+# Among near-tied layouts, one using at most this share of GPU memory goes before one using more.
+COMFORTABLE_MEMORY = 0.80
 
 
 @dataclass(frozen=True)
@@ -123,15 +125,21 @@ def _shapes(cluster: Cluster, model: Model, training: Training, decisions: Decis
     cps = [1]
     if "cp" in decisions.features:
         cps = [c for c in _divisors(world) if c & (c - 1) == 0 and seq % (2 * c) == 0 and seq // c >= 1024]
+    def within(dim: str, value: int) -> bool:      # the rules' `limit` actions, every dimension
+        upper = decisions.upper(dim)
+        return decisions.lower(dim) <= value and (upper is None or value <= upper)
+
     out = []
-    for tp in tps:
-        for pp in pps:
-            for cp in cps:
+    for tp in (t for t in tps if within("tp", t)):
+        for pp in (p for p in pps if within("pp", p)):
+            for cp in (c for c in cps if within("cp", c)):
                 mp = tp * pp * cp
                 if world % mp:                                  # M1
                     continue
                 dp = world // mp
-                for ep in eps:
+                if not within("dp", dp):
+                    continue
+                for ep in (e for e in eps if within("ep", e)):
                     etp = 1 if (model.is_moe and tp > 1) else tp   # MoE zoo: expert TP 1 with EP
                     if ep > 1 and (world % (etp * ep * pp) or ep > dp * cp * tp):   # M2; EP folds into dp*cp*tp
                         continue
@@ -147,13 +155,17 @@ def _stages(decisions: Decisions, framework: str, pp: int) -> list[int]:
     return stages
 
 
-def _simplicity(layout: Layout, model: Model, tp_before_pp: bool) -> tuple:
-    # A near-tie goes to no CP first (the seed keeps CP for long sequences; its KV exchange crosses
-    # nodes), then, with "tp_before_pp" (seed row 2 "TP first, then PP"; Narayanan takeaway #1: TP up to
-    # the server, then PP), to fewer pipeline stages and more TP inside the NVLink domain (TP runs on
-    # the fastest links and adds no bubble).
+def _tie_break(layout: Layout, est, model: Model, tp_before_pp: bool) -> tuple:
+    """Order of candidates the estimate cannot separate (within NEAR_TIE of each other).
+
+    No CP first (the seed keeps CP for long sequences; its KV exchange crosses nodes). With the rules'
+    "tp_before_pp" (seed row 2 "TP first, then PP"; Narayanan takeaway #1: TP up to the server, then
+    PP): more TP inside the NVLink domain (fastest links, no bubble), then a layout that leaves
+    COMFORTABLE_MEMORY of the GPU free over one that does not (robust to estimate error, the way
+    expert-chosen layouts leave room), then simplicity (which puts fewer pipeline stages first)."""
     if tp_before_pp:
-        return (layout.cp, layout.pp, -layout.tp, *_plain_simplicity(layout, model))
+        crowded = est.memory.total > COMFORTABLE_MEMORY * est.memory.capacity
+        return (layout.cp, -layout.tp, crowded, *_plain_simplicity(layout, model))
     return (layout.cp, *_plain_simplicity(layout, model))
 
 
@@ -266,9 +278,9 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
             continue
         best_time = min(est.step_time for _, est in scored)
         ordered += sorted((c for c in scored if c[1].step_time <= best_time * (1 + NEAR_TIE)),
-                          key=lambda c: (_simplicity(c[0], model, tp_first), c[1].step_time))
+                          key=lambda c: (_tie_break(c[0], c[1], model, tp_first), c[1].step_time))
         ordered += sorted((c for c in scored if c[1].step_time > best_time * (1 + NEAR_TIE)),
-                          key=lambda c: (c[1].step_time, _simplicity(c[0], model, tp_first)))
+                          key=lambda c: (c[1].step_time, _tie_break(c[0], c[1], model, tp_first)))
     n_tight = sum(tight for _, tight in fitting)
     result.ranking = ordered
     chosen = None

@@ -48,7 +48,7 @@ def test_pp_only_when_more_tp_inside_the_node_would_not_do_as_well(s):
     lay = rec.layout
     if lay is None or lay.pp == 1 or rec.framework == "deepspeed":
         return
-    best = rec.estimates.step_time
+    best = min(est.step_time for cand, est in ranking if est.memory.total <= 0.95 * est.memory.capacity)
     for cand, est in ranking:
         if cand.pp == 1 and cand.tp > lay.tp and cand.framework == rec.framework and cand.cp == lay.cp:
             headroom = est.memory.total <= 0.95 * est.memory.capacity

@@ -124,3 +124,34 @@ def test_bad_inputs_name_the_field(bad, field):
     with pytest.raises(ValueError) as err:
         advisor.recommend(bad["cluster"], bad["model"])
     assert field in str(err.value)
+
+
+SITE_LIMIT = '''
+[[rule]]
+id = "site.limit-{dim}"
+version = 1
+title = "Site policy: bound {dim}"
+tier = "constraint"
+when = "cluster.gpus > 1"
+then = [{{ action = "limit", dimension = "{dim}", max = {value} }}]
+message = "site policy: {dim} <= {value}"
+rationale = "A site rule bounding one parallel dimension, as a platform team would write it."
+references = [{{ title = "Site wiki", url = "https://example.org/wiki" }}]
+[rule.examples]
+fire = [{{ "cluster.gpus" = 8 }}]
+no_fire = [{{ "cluster.gpus" = 1 }}]
+'''
+
+
+@pytest.mark.parametrize("dim, value", [("tp", 4), ("pp", 4), ("cp", 1), ("dp", 2), ("ep", 2)])
+def test_site_limits_bind_every_dimension(tmp_path, dim, value):
+    path = tmp_path / f"site-{dim}.toml"
+    path.write_text(SITE_LIMIT.format(dim=dim, value=value), encoding="utf-8")
+    model = "mixtral-8x7b" if dim == "ep" else "llama-3.1-405b"
+    cluster = Cluster(gpu="H100", gpus=64 if dim == "ep" else 1024)
+    training = Training(seq_len=16384, global_batch_size=512)
+    free = advisor.recommend(cluster, model, training)
+    bound = advisor.recommend(cluster, model, training, rules=(path,))
+    assert getattr(free.layout, dim) > value, "the limit must bind for this test to mean anything"
+    assert bound.layout is None or getattr(bound.layout, dim) <= value
+    assert f"site.limit-{dim}" in bound.trace.fired()
