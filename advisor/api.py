@@ -13,7 +13,7 @@ from typing import Any
 
 from ._version import __version__
 from .actions import Decisions
-from .engine import make_engine
+from .engine import make_engine, select_engine
 from .estimate import estimate as _estimate
 from .estimate import memory_only as _memory_only
 from .facts import build_facts, resolve_training
@@ -21,7 +21,8 @@ from .planner import plan
 from .recommendation import Alternative, ChecklistItem, Recommendation
 from .rulebook import RuleBook, builtin_rulebook, load_rulebook, render_message
 from .specs import Cluster, Model, Training
-from .trace import RuleReference, Trace, TraceEvent
+from .trace import NotFired, RuleReference, Trace, TraceEvent
+from .whynot import not_fired_report
 from .errors import InputError
 
 __all__ = ["recommend", "recommend_with_ranking", "as_cluster", "as_model", "as_training", "evaluate_rules"]
@@ -59,11 +60,13 @@ def as_training(value: Any) -> Training:
 
 
 def _engine_for(book: RuleBook, name: str | None):
-    key = (book.revision, name)
+    # Keyed by the engine actually selected, so ADVISOR_ENGINE changed at run time takes effect.
+    chosen = select_engine(name)
+    key = (book.revision, chosen)
     with _ENGINES_LOCK:
         engine = _ENGINES.get(key)
         if engine is None:
-            engine = _ENGINES[key] = make_engine(book.rulesets, name)
+            engine = _ENGINES[key] = make_engine(book.rulesets, chosen)
         return engine
 
 
@@ -144,9 +147,14 @@ def recommend_with_ranking(cluster: Any, model: Any, training: Any = None, *, ru
                       f"{est.memory.total / 2**30:.1f} of {est.memory.capacity / 2**30:.1f} GiB per GPU",
             candidate=result.layout.id)
 
+    def shown(value) -> str:        # as a rule file writes it
+        return str(value).lower() if isinstance(value, bool) else repr(value) if isinstance(value, str) else str(value)
+
+    not_fired = [NotFired(rule_id=rid, failed=[f"{leaf['field']} {leaf['op']} {shown(leaf['want'])} "
+                                               f"(have {shown(leaf['have'])})" for leaf in leaves if not leaf["ok"]])
+                 for rid, leaves in not_fired_report(book, facts, fired, "situation").items()]
     trace = Trace(advisor_version=__version__, engine=engine_name, ruleset_revision=book.revision,
-                  events=events, not_fired=[rid for rid, r in book.rules.items()
-                                              if r.scope == "situation" and rid not in set(fired)])
+                  events=events, not_fired=not_fired)
     return Recommendation(
         status="recommended" if result.layout is not None else "infeasible",
         layout=result.layout,

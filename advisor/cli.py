@@ -48,6 +48,10 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--micro-batch", type=int, help="sequences per GPU per forward pass (default: 1)")
     r.add_argument("--explain", choices=["summary", "full"], default="summary", help="detail of the text output")
 
+    e = sub.add_parser("explain", help="recommend, and tell the whole decision: story, trace, why rules did not fire")
+    _situation_args(e)
+    e.add_argument("--micro-batch", type=int, help="sequences per GPU per forward pass (default: chosen)")
+
     a = sub.add_parser("audit", help="check a layout: what the frameworks refuse, what is unwise, and why")
     _situation_args(a)
     a.add_argument("--framework", choices=["megatron", "deepspeed", "megatron+deepspeed", "torchtitan"],
@@ -81,7 +85,7 @@ def _situation(args):
         cluster["nvlink_domain"] = args.nvlink_domain
     training = {"precision": args.precision, "flash_attention": not args.no_flash_attention}
     for key, value in (("seq_len", args.seq_len), ("global_batch_size", args.global_batch),
-                       ("micro_batch_size", getattr(args, "micro_batch", None) if args.command == "recommend" else None)):
+                       ("micro_batch_size", getattr(args, "micro_batch", None) if args.command != "audit" else None)):
         if value is not None:
             training[key] = value
     model = Model.from_hf_config(args.hf_config) if args.hf_config else Model.preset(args.model)
@@ -189,8 +193,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
-    handler = {"recommend": _recommend, "audit": _audit, "presets": _presets, "rules": _rules,
-               "facts": _facts}[args.command]
+    if args.command == "explain":
+        args.explain = "full"
+    handler = {"recommend": _recommend, "explain": _recommend, "audit": _audit, "presets": _presets,
+               "rules": _rules, "facts": _facts}[args.command]
     try:
         return handler(args)
     except ValidationError as exc:

@@ -509,6 +509,11 @@ def _state_exists(ruleset_hashed: str, sid: str) -> bool:
 _ENGINES = ("durable", "python")
 
 
+def select_engine(name: str | None) -> str:
+    """The engine `make_engine(name)` would build: name, else $ADVISOR_ENGINE, else durable if it imports."""
+    return _select(name)
+
+
 def _select(name: str | None) -> str:
     choice = name if name is not None else (os.environ.get("ADVISOR_ENGINE") or "").strip().lower() or None
     if choice is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -91,6 +92,7 @@ class Recommendation(BaseModel):
             f"({c.nodes} node{'s' if c.nodes > 1 else ''} x {min(c.gpus, c.gpus_per_node)}, NVLink domain {c.nvlink_domain}), "
             f"seq {t.seq_len}, global batch {t.global_batch_size}, {t.precision}",
         ]
+        lines += ["", textwrap.fill(self.story(), width=100), ""]
         if self.layout is None:
             lines.append("No layout fits: see the rejections below.")
         else:
@@ -130,5 +132,35 @@ class Recommendation(BaseModel):
         if level == "full":
             lines += ["", "Trace:", self.trace.render()]
             if self.trace.not_fired:
-                lines += ["", "Did not fire: " + ", ".join(self.trace.not_fired)]
+                lines += ["", "Did not fire (the conditions that did not hold):"]
+                lines += [f"  - {n.rule_id}: {'; '.join(n.failed)}" for n in self.trace.not_fired]
         return "\n".join(lines)
+
+    def story(self) -> str:
+        """The decision in a few sentences: what the rules chose and why, what fit, what lost."""
+        fired = [e for e in self.trace.events if e.op == "fire"]
+        chose = [e for e in fired if e.effect and ("framework =" in e.effect or "strategy =" in e.effect)
+                 and "overridden" not in e.effect]
+        parts = []
+        if chose:
+            parts.append(f"Rule {chose[0].rule_id}: {chose[0].message}.")
+        limits = [e for e in fired if e.effect and "<=" in e.effect and e.rule_id not in {c.rule_id for c in chose}]
+        if limits:
+            parts.append(f"Rule {limits[0].rule_id}: {limits[0].message}.")
+        counted = next((e.message for e in self.trace.events if e.op == "note" and "layouts fit" in e.message), None)
+        if self.layout is None:
+            reason = next((e.message for e in reversed(self.trace.events) if e.op == "reject"), "nothing fits")
+            parts.append(f"No layout could be recommended: {reason}.")
+            return " ".join(parts)
+        est = self.estimates
+        parts.append(
+            f"Search: {counted or 'candidates ranked by estimated step time'}. The pick, {self.layout.id}: "
+            f"est. {est.step_time:.2f} s per step, MFU {est.mfu:.0%}, "
+            f"{est.memory.total / 2**30:.0f} of {est.memory.capacity / 2**30:.0f} GiB per GPU.")
+        if self.alternatives:
+            a = self.alternatives[0]
+            parts.append(f"Runner-up {a.layout.id}: {a.reason}.")
+        family = next((a for a in self.alternatives if a.reason.startswith("family ")), None)
+        if family is not None and family is not self.alternatives[0]:
+            parts.append(f"{family.layout.id}: {family.reason}.")
+        return " ".join(parts)

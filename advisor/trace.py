@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["TraceEvent", "Trace", "RuleReference"]
+__all__ = ["TraceEvent", "Trace", "RuleReference", "NotFired"]
 
 Op = Literal["input", "fire", "reject", "choose", "note"]
 
@@ -52,6 +52,15 @@ class TraceEvent(BaseModel):
         return f"{self.op.upper():<6} {self.seq:>3} {self.message}"
 
 
+class NotFired(BaseModel):
+    """A rule that did not fire, with the conditions that did not hold (have vs want)."""
+
+    model_config = ConfigDict(frozen=True)
+    rule_id: str
+    failed: list[str]
+    """Each failing condition as "<fact> <op> <want> (have <value>)"."""
+
+
 class Trace(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -59,8 +68,9 @@ class Trace(BaseModel):
     engine: str
     ruleset_revision: str
     events: list[TraceEvent]
-    not_fired: list[str] = Field(default_factory=list)
-    """Rule ids whose conditions did not hold for these facts."""
+    not_fired: list[NotFired] = Field(default_factory=list)
+    """Situation rules whose conditions did not hold for these facts, and why (computed by the
+    Python evaluator from the same compiled conditions: durable_rules cannot say which clause failed)."""
 
     def fired(self) -> list[str]:
         return [e.rule_id for e in self.events if e.op == "fire" and e.rule_id]

@@ -155,3 +155,23 @@ def test_site_limits_bind_every_dimension(tmp_path, dim, value):
     assert getattr(free.layout, dim) > value, "the limit must bind for this test to mean anything"
     assert bound.layout is None or getattr(bound.layout, dim) <= value
     assert f"site.limit-{dim}" in bound.trace.fired()
+
+
+def test_story_names_the_deciding_rule_the_pick_and_the_runner_up(large_tp_pp):
+    story = large_tp_pp.story()
+    assert "matrix.large-model-tp-pp" in story and large_tp_pp.layout.id in story
+    assert "Runner-up" in story and "s per step" in story
+
+
+def test_trace_says_why_rules_did_not_fire(small_zero):
+    why = {n.rule_id: n.failed for n in small_zero.trace.not_fired}
+    assert why["matrix.giant-cluster-combo"][0] == "cluster.gpus >= 1000 (have 16)"
+    assert "matrix.small-cluster-tight-memory" not in why            # it fired
+    assert all(n.failed for n in small_zero.trace.not_fired)
+
+
+def test_cli_explain_tells_the_whole_decision(capsys):
+    from advisor.cli import main
+    assert main(["explain", "--model", "llama-2-7b", "--gpu", "A100-80GB", "--gpus", "16"]) == 0
+    out = capsys.readouterr().out
+    assert "Did not fire" in out and "Trace:" in out and "FIRE" in out
