@@ -75,12 +75,14 @@ def _rulebook(rules: tuple[str | Path, ...]) -> RuleBook:
 
 
 def evaluate_rules(book: RuleBook, facts: dict, engine_name: str | None = None,
-                   scope: str = "situation") -> tuple[list[str], str]:
-    """Fired rule ids of one scope in firing order (tier, file, position), and the engine's name."""
+                   scope: str = "situation", trusted: bool = False) -> tuple[list[str], str]:
+    """Fired rule ids of one scope in firing order (tier, file, position), and the engine's name.
+    `trusted`: the facts come from advisor.facts (the Python engine may skip re-normalising them)."""
     engine = _engine_for(book, engine_name)
     fired: list[str] = []
     for ruleset in book.rulesets_in(scope):
-        fired += engine.evaluate(ruleset, facts)
+        fired += (engine.evaluate(ruleset, facts, trusted=True) if trusted and engine.name == "python"
+                  else engine.evaluate(ruleset, facts))
     fired.sort(key=lambda rid: book.rules[rid].order)
     return fired, engine.name
 
@@ -132,7 +134,7 @@ def recommend_with_ranking(cluster: Any, model: Any, training: Any = None, *, ru
         # Candidate screening runs the same compiled audit rules on the pure-Python evaluator: the
         # differential test keeps it identical to durable_rules, and it is ~20x cheaper per call. The
         # chosen layout's audit below runs on the configured engine.
-        found, _ = layout_findings(book, cluster, model, training, layout, est.memory, "python")
+        found, _ = layout_findings(book, cluster, model, training, layout, est.memory, "python", trusted=True)
         return [(f.rule_id, f.message) for f in found if f.severity == "error"]
 
     result = plan(cluster, model, training, decisions, _estimate, _memory_only, legality_errors)

@@ -131,12 +131,13 @@ def _zero_only_fits(cluster: Cluster, model: Model, layout: Layout, training: Tr
 
 
 def layout_findings(book: RuleBook, cluster: Cluster, model: Model, training: Training, layout: Layout,
-                    memory, engine_name: str | None, zero_only_fits: bool = False) -> tuple[list[Finding], str]:
+                    memory, engine_name: str | None, zero_only_fits: bool = False,
+                    trusted: bool = False) -> tuple[list[Finding], str]:
     """Evaluate the layout-scope rules on one resolved layout; returns findings (sorted) and the engine name."""
     from .api import evaluate_rules
 
     facts = build_layout_facts(cluster, model, training, layout, memory, zero_only_fits)
-    fired, engine = evaluate_rules(book, facts, engine_name, scope="layout")
+    fired, engine = evaluate_rules(book, facts, engine_name, scope="layout", trusted=trusted)
     findings = []
     for rule_id in fired:
         rule = book.rules[rule_id]

@@ -221,10 +221,13 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
                 continue
 
             def layout_for(zero, recompute, offload):
-                return Layout(framework=framework, tp=shape.tp, pp=shape.pp, dp=shape.dp, cp=shape.cp,
-                              ep=shape.ep, etp=shape.etp if shape.ep > 1 else None, vpp=shape.vpp,
-                              sp=shape.tp > 1 and "sp" in decisions.features, zero_stage=zero,
-                              micro_batch_size=mbs, num_microbatches=m, recompute=recompute, offload=offload)
+                # Valid by construction (every degree >= 1, literals from the closed sets above): built
+                # without re-validation, as this is the innermost loop of the search.
+                return Layout.model_construct(
+                    framework=framework, tp=shape.tp, pp=shape.pp, dp=shape.dp, cp=shape.cp, ep=shape.ep,
+                    etp=shape.etp if shape.ep > 1 else None, vpp=shape.vpp, overlap_p2p_comm=True,
+                    sp=shape.tp > 1 and "sp" in decisions.features, zero_stage=zero, micro_batch_size=mbs,
+                    num_microbatches=m, recompute=recompute, offload=offload, offload_device="cpu")
 
             shape_fits = False
             for zero in _stages(decisions, framework, shape.pp):
