@@ -175,3 +175,10 @@ def test_cli_explain_tells_the_whole_decision(capsys):
     assert main(["explain", "--model", "llama-2-7b", "--gpu", "A100-80GB", "--gpus", "16"]) == 0
     out = capsys.readouterr().out
     assert "Did not fire" in out and "Trace:" in out and "FIRE" in out
+
+
+def test_planner_layouts_serialise_like_validated_ones(large_tp_pp):
+    """The planner builds candidate layouts without re-validation; they must be indistinguishable."""
+    lay = large_tp_pp.layout
+    assert advisor.Layout.model_validate_json(lay.model_dump_json()) == lay
+    assert advisor.Layout(**lay.model_dump()).model_dump_json() == lay.model_dump_json()
