@@ -59,3 +59,15 @@ def test_unit_equivalent_inputs_give_the_same_answer(gpu, gpus, model):
     a = advisor.recommend(Cluster(gpu=GPU(**spec), gpus=gpus), model)
     b = advisor.recommend(Cluster(gpu=as_bytes, gpus=gpus), model)
     assert a.model_dump_json() == b.model_dump_json()
+
+
+@PROPERTY
+@given(situations())
+def test_a_recommendation_passes_its_own_audit(s):
+    cluster, model, training = s
+    rec = advisor.recommend(cluster, model, training)
+    if rec.layout is None:
+        return
+    report = advisor.audit(cluster, model, rec.layout, rec.training)
+    assert report.ok, [f.line() for f in report.errors]
+    assert [f.rule_id for f in report.findings] == [f.rule_id for f in rec.findings]
