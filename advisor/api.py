@@ -25,38 +25,38 @@ from .trace import NotFired, RuleReference, Trace, TraceEvent
 from .whynot import not_fired_report
 from .errors import InputError
 
-__all__ = ["recommend", "recommend_with_ranking", "as_cluster", "as_model", "as_training", "evaluate_rules"]
+__all__ = ["recommend", "recommend_with_ranking", "coerce", "as_cluster", "as_model", "as_training",
+           "evaluate_rules"]
 
 _ENGINES: dict[tuple[str, str | None], Any] = {}
 _ENGINES_LOCK = threading.Lock()
 
 
-def as_cluster(value: Any) -> Cluster:
-    if isinstance(value, Cluster):
+def coerce(value: Any, cls, field: str, want: str, preset=None):
+    """`value` as an instance of `cls`: the instance itself, a dict of its fields, or (when `preset`
+    is given) a preset name; anything else is an InputError naming `field`."""
+    if isinstance(value, cls):
         return value
     if isinstance(value, dict):
-        return Cluster(**value)
-    raise InputError("cluster", value, 'an advisor.Cluster or a dict such as {"gpu": "H100", "gpus": 64}')
+        return cls(**value)
+    if preset is not None and isinstance(value, str):
+        return preset(value)
+    raise InputError(field, value, want)
+
+
+def as_cluster(value: Any) -> Cluster:
+    return coerce(value, Cluster, "cluster", 'an advisor.Cluster or a dict such as {"gpu": "H100", "gpus": 64}')
 
 
 def as_model(value: Any) -> Model:
-    if isinstance(value, Model):
-        return value
-    if isinstance(value, str):
-        return Model.preset(value)
-    if isinstance(value, dict):
-        return Model(**value)
-    raise InputError("model", value, "an advisor.Model, a preset name such as 'llama-3-70b', or a dict of Model fields")
+    return coerce(value, Model, "model", "an advisor.Model, a preset name such as 'llama-3-70b', or a dict of "
+                                         "Model fields", preset=Model.preset)
 
 
 def as_training(value: Any) -> Training:
     if value is None:
         return Training()
-    if isinstance(value, Training):
-        return value
-    if isinstance(value, dict):
-        return Training(**value)
-    raise InputError("training", value, "an advisor.Training, a dict of its fields, or None")
+    return coerce(value, Training, "training", "an advisor.Training, a dict of its fields, or None")
 
 
 def _engine_for(book: RuleBook, name: str | None):

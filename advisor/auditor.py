@@ -91,11 +91,9 @@ class Audit(BaseModel):
 
 
 def as_layout(value: Any) -> Layout:
-    if isinstance(value, Layout):
-        return value
-    if isinstance(value, dict):
-        return Layout(**value)
-    raise InputError("layout", value, "an advisor.Layout or a dict of its fields, e.g. {'tp': 8, 'pp': 4}")
+    from .api import coerce
+
+    return coerce(value, Layout, "layout", "an advisor.Layout or a dict of its fields, e.g. {'tp': 8, 'pp': 4}")
 
 
 def resolve_layout(layout: Layout, cluster: Cluster) -> Layout:
