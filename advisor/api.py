@@ -7,6 +7,7 @@ call is a fresh engine session, so calls are independent and deterministic.
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,16 @@ __all__ = ["recommend", "recommend_with_ranking", "coerce", "as_cluster", "as_mo
 
 _ENGINES: dict[tuple[str, str | None], Any] = {}
 _ENGINES_LOCK = threading.Lock()
+
+
+def _reset_after_fork() -> None:
+    # A child forked while another thread held the lock would inherit it held and deadlock.
+    global _ENGINES_LOCK
+    _ENGINES_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
 
 
 def coerce(value: Any, cls, field: str, want: str, preset=None):
@@ -63,6 +74,9 @@ def _engine_for(book: RuleBook, name: str | None):
     # Keyed by the engine actually selected, so ADVISOR_ENGINE changed at run time takes effect.
     chosen = select_engine(name)
     key = (book.revision, chosen)
+    engine = _ENGINES.get(key)            # lock-free fast path: dict reads are atomic
+    if engine is not None:
+        return engine
     with _ENGINES_LOCK:
         engine = _ENGINES.get(key)
         if engine is None:

@@ -257,16 +257,27 @@ class _Reader:
         return v
 
 
+# A Hugging Face config.json is a few KiB; anything far larger is not one.
+_MAX_CONFIG_BYTES = 4 * 2**20
+
+
 def _load(path_or_dict: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[Mapping[str, Any], str | None]:
     if isinstance(path_or_dict, Mapping):
         return path_or_dict, None
     if not isinstance(path_or_dict, (str, os.PathLike)):
         raise InputError("hf_config", type(path_or_dict).__name__, "a path to config.json or a dict")
-    path = Path(path_or_dict)
-    if path.is_dir():
-        path = path / "config.json"
-    if not path.is_file():
+    try:
+        path = Path(path_or_dict)
+        if path.is_dir():
+            path = path / "config.json"
+        is_file = path.is_file()
+        size = path.stat().st_size if is_file else 0
+    except (OSError, ValueError) as e:       # name too long, NUL byte, permission denied, ...
+        raise InputError("hf_config", str(path_or_dict)[:200], "a path to config.json or its folder", str(e)) from None
+    if not is_file:
         raise InputError("hf_config", str(path), "an existing config.json file (or a folder holding one)")
+    if size > _MAX_CONFIG_BYTES:
+        raise InputError("hf_config", str(path), f"a config.json of at most {_MAX_CONFIG_BYTES} bytes", f"{size} bytes")
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:

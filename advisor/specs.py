@@ -34,6 +34,7 @@ Count = Annotated[int, _unit(to_count, "params")]
 # ints >= 2**64 wrongly; research/durable-rules.md §4.3) and reject absurd inputs with a message.
 MAX_GPUS = 1 << 20
 MAX_DIM = 1 << 20
+MAX_PARAMS = 10**15         # 1,000x the largest models trained; keeps every fact inside int64
 
 
 class _Frozen(BaseModel):
@@ -213,6 +214,9 @@ class Model(_Frozen):
         if self.moe_ffn_hidden is None and self.experts > 1:
             object.__setattr__(self, "moe_ffn_hidden", self.ffn_hidden)
         counted = count_parameters(self).total
+        if counted > MAX_PARAMS:
+            raise InputError("Model", f"{counted:.3g} parameters", f"at most {MAX_PARAMS:.0e} parameters",
+                             "layers, hidden, ffn_hidden, vocab or experts are far too large")
         if self.params is None:
             object.__setattr__(self, "params", counted)
         elif abs(self.params - counted) > 0.03 * counted:
@@ -243,7 +247,7 @@ class Model(_Frozen):
 class Training(_Frozen):
     """What one training step looks like. Omitted fields are resolved against the model."""
 
-    seq_len: Tokens | None = None
+    seq_len: Tokens | None = Field(None, ge=1, le=1 << 24)
     """Tokens per sequence: 4096, "8k", "128k". None: the model's pretraining context."""
     global_batch_size: int | None = Field(None, ge=1, le=1 << 24)
     """Sequences per optimizer step. None: about 4M tokens per step (Llama 2 paper, §2.2)."""

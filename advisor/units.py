@@ -65,6 +65,11 @@ _MAX_TEXT = 100
 _COUNT_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]?)\s*$")
 
 
+# Upper bounds far beyond any real accelerator, so absurd inputs fail here, naming the field, rather
+# than overflowing the rule engine's int64 facts later.
+_LIMITS = {"bytes": 2.0**60, "bytes_per_s": 1e15, "flops": 1e19}
+
+
 def _quantity(value: object, field: str, reference: str, want: str) -> float:
     """Magnitude of `value` in the units of `reference`; plain numbers are already canonical."""
     if isinstance(value, bool):
@@ -100,6 +105,8 @@ def _quantity(value: object, field: str, reference: str, want: str) -> float:
         raise InputError(field, value, want)
     if not math.isfinite(magnitude) or magnitude <= 0:
         raise InputError(field, value, want, hint="must be a finite number greater than zero")
+    if magnitude > _LIMITS[reference]:
+        raise InputError(field, value, want, hint=f"at most {_LIMITS[reference]:.3g} {reference.replace('_', ' ')}")
     return magnitude
 
 

@@ -3,7 +3,7 @@
 import pytest
 
 from advisor import Cluster, Layout, Model, Training
-from advisor.engine import make_engine
+from advisor.engine import durable_available, make_engine
 from advisor.evaluator import evaluate
 from advisor.facts import CATALOGUE, build_layout_facts
 from advisor.rulebook import builtin_rulebook
@@ -15,7 +15,9 @@ REFERENCE = build_layout_facts(
     Cluster(gpu="H100-SXM-80GB", gpus=64), Model.preset("llama-3-70b"), Training(seq_len=8192, global_batch_size=512),
     Layout(framework="megatron", tp=8, pp=2, dp=4, sp=True, zero_stage=1), memory=None,
 )
-ENGINES = {name: make_engine(BOOK.rulesets, name) for name in ("durable", "python")}
+# durable_rules does not import on Python 3.13+ (research/durable-rules.md §6.2): test what exists.
+ENGINES = {name: make_engine(BOOK.rulesets, name)
+           for name in (("durable", "python") if durable_available() else ("python",))}
 
 
 def _with(overrides):
@@ -70,5 +72,5 @@ def test_revision_is_stable_across_loads():
 def test_reference_layout_is_clean():
     """The reference situation fires no audit finding but the vocabulary-padding note."""
     for ruleset in BOOK.rulesets_in("layout"):
-        fired = ENGINES["durable"].evaluate(ruleset, REFERENCE)
+        fired = ENGINES[sorted(ENGINES)[0]].evaluate(ruleset, REFERENCE)
         assert fired in ([], ["megatron.vocab-padding"]), (ruleset, fired)
