@@ -6,7 +6,9 @@
 
 Pure arithmetic on the plain numbers of the input models; every tunable number is a field of
 `Assumptions` (echoed back in `Estimate.assumptions`). Sources are cited in memory.py, comm.py and
-time.py; calibration against measured Megatron-LM runs is in benchmarks/calibrate_korthikanti.py.
+time.py; calibration against measured runs is in benchmarks/calibrate_korthikanti.py (memory and
+iteration time, Korthikanti et al. 2022) and benchmarks/calibrate_throughput.py (step time of the
+published layouts that report throughput).
 """
 
 from __future__ import annotations

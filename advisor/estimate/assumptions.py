@@ -4,9 +4,12 @@ Peer tools disagree by up to 8x on activation memory because each silently picks
 terms (research/peers-measured.md §6, §8). Here every such choice is a field of one frozen model,
 echoed back in every `Estimate`, so a reader can see exactly what was assumed and change it.
 
-Defaults marked "calibrated" were fitted by `benchmarks/calibrate_korthikanti.py` against measured
-Megatron-LM iteration times (Korthikanti et al. 2022, Table 5); the others are read from the named
-source, or are stated as an assumption when no public source pins them down.
+Defaults marked "calibrated" were fitted against measured step times: `benchmarks/calibrate_throughput.py`
+(39 published configurations with reported throughput: Narayanan et al. 2021 and Korthikanti et al.
+2022 on A100, the Megatron-LM README H100 weak-scaling table, NeMo 24.07 H100 FP8 rows, BLOOM) and
+`benchmarks/calibrate_korthikanti.py` (Korthikanti et al. 2022 Table 5, which must stay within 15 %);
+the others are read from the named source, or are stated as an assumption when no public source pins
+them down.
 """
 
 from __future__ import annotations
@@ -27,16 +30,61 @@ class Assumptions(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     # ---------------------------------------------------------------- compute
-    compute_efficiency: float = Field(0.6, gt=0, le=1)
-    """Fraction of the dense BF16/FP16 peak that transformer GEMMs achieve. Calibrated: the value that
-    puts the four Korthikanti et al. 2022 Table 5 iteration times (22B and 175B on A100, full and
-    SP+selective recompute) within about 7 % (benchmarks/calibrate_korthikanti.py). Attention-core
-    element-wise work, communication, the bubble and the optimizer step are modelled separately."""
+    compute_efficiency: float = Field(0.68, gt=0, le=1)
+    """Fraction of the dense BF16/FP16 peak that large linear-layer GEMMs achieve: the plateau of the
+    GEMM-efficiency curve (smaller GEMMs also pay `gemm_overhead`). Calibrated jointly with
+    `elementwise_traffic`, `flash_attention_efficiency` and `fp8_efficiency` on measured throughput
+    (benchmarks/calibrate_throughput.py: mean |error| about 6 % over 39 configurations, A100 and H100,
+    1.7B to 1T); Korthikanti Table 5 stays within 6 % (benchmarks/calibrate_korthikanti.py, whose own
+    minimax on those four points alone is 0.66). Below the 0.80-0.86 of peak that the best-shaped
+    bf16 GEMMs reach alone (stas00/ml-engineering compute/accelerator/README.md, "Maximum Achievable
+    Matmul FLOPS comparison table": A100 SXM 267.9 of 312, H100 SXM 792.1 of 989), as expected of
+    the shapes and sustained clocks of a training step. The
+    attention core, element-wise kernels, communication, the bubble and the optimizer step are timed
+    separately (the former single-knob model used 0.6 for all compute)."""
 
-    fp8_efficiency: float = Field(0.45, gt=0, le=1)
-    """Fraction of the dense FP8 peak that FP8 linear-layer GEMMs achieve (attention stays BF16).
-    Assumption, checked against NeMo 24.07 H100 FP8 rows (reported model TFLOP/s/GPU of 700-800 at
-    1979 dense FP8 peak, i.e. overall ~0.37-0.40 of the FP8 peak including everything else)."""
+    gemm_overhead: float = Field(5e-6, ge=0)
+    """Seconds added to every linear-layer GEMM call (forward, data gradient and weight gradient of
+    each projection and MLP matrix, each local expert's separately, the logits): launch, prologue/
+    epilogue and the last partial wave of output tiles. Equivalent to a GEMM efficiency that grows
+    with the GEMM's size W (FLOPs), eff(W) = compute_efficiency * W / (W + W0) with W0 =
+    gemm_overhead * compute_efficiency * peak (~3.4 GFLOP on an H100, ~1.1 on an A100) - the
+    saturating shape of Calculon's per-GEMM efficiency tables (calculon-ai/calculon systems/*.json,
+    0.6 / 0.9 / 0.95 of peak at 1 / 16 / 128 GFLOP). Assumption: the published throughput cannot pin
+    it down (calibrate_throughput.py's scan is flat from 0 to 2e-5 s, because the transformer GEMMs of
+    those runs are 30-1300 GFLOP); it matters where GEMMs are small: MoE experts receiving few
+    tokens each, tiny micro-batches or hidden sizes."""
+
+    fp8_efficiency: float = Field(0.55, gt=0, le=1)
+    """Fraction of the dense FP8 peak that FP8 linear-layer GEMMs achieve (the attention core stays
+    BF16). Calibrated on the NeMo 24.07 H100 FP8 rows (13 configurations, 5B-340B, median error
+    about +1 %; benchmarks/calibrate_throughput.py), with the other compute knobs at their defaults."""
+
+    flash_attention_efficiency: float = Field(0.45, gt=0, le=1)
+    """Fraction of the dense 16-bit peak that a FlashAttention kernel reaches, forward + backward, on
+    the FLOPs it executes (causal: `flash_causal_fraction` of the full s^2). Published kernel figures:
+    FlashAttention-2 reaches 50-73 % of an A100's peak and ~35 % of an H100's (Dao 2023, §4.1: up to
+    225 and 335 TFLOP/s forward + backward); FlashAttention-3 / cuDNN on H100 reach 50-75 % forward
+    and less backward (Shah et al. 2024). Calibrated on the H100 BF16/FP8 runs (every A100 run in the
+    data uses the unfused softmax): 0.45, the scan is flat from 0.4 to 0.5."""
+
+    elementwise_traffic: float = Field(10.0, ge=0)
+    """HBM bytes the element-wise kernels of a layer move (forward + backward), per byte of the
+    activations that layer stores (Korthikanti et al. 2022 §4.1's tensors without the attention core
+    and the dropout masks: 32 bytes x hidden per token for a GPT layer without TP; the TP-sharded
+    tensors divided by t, the LayerNorm-side ones too under SP), timed at
+    `hbm_efficiency` of HBM bandwidth; the last stage adds the fp32 logits of the loss
+    (`logits_bytes_megatron` x vocabulary / TP per token) at the same rate. Counting the kernels of a
+    Megatron GPT layer (LayerNorms, bias-GeLU, bias-dropout-add and their backward) gives about 3-4;
+    the calibrated 10 also absorbs the other costs that grow with tokens x hidden size rather than
+    with FLOPs (kernel gaps, casts, dropout RNG, small-kernel bandwidth). It is what makes MFU rise
+    with hidden size, as measured: Megatron-LM README H100 weak scaling 41 % at 1.7B to 47-48 % at
+    314B-462B ("larger GEMMs have higher arithmetic intensity"), Narayanan et al. 2021 Table 1 44 % to
+    52 %. Tried instead during calibration: a GEMM efficiency K/(K + k0) in each GEMM's reduction
+    width K (h, h/t, 4h/t, tokens) with this term at its counted 3-4 fits the same data worse (mean
+    |log error| about 0.07 at best, k0 ~1500, against about 0.055), and penalises TP8's narrow
+    row-parallel GEMMs more than the measurements do. Calibrated (scan in
+    benchmarks/calibrate_throughput.py)."""
 
     flash_causal_fraction: float = Field(0.5, gt=0, le=1)
     """Share of the s x s attention-score FLOPs a causal FlashAttention kernel executes (it skips fully
@@ -131,8 +179,12 @@ class Assumptions(BaseModel):
     """Achieved NCCL bus bandwidth as a fraction of unidirectional NVLink bandwidth (half the vendor's
     bidirectional figure). Assumption: nccl-tests bus bandwidth on DGX A100/H100 is ~75-85 %."""
 
-    network_efficiency: float = Field(0.8, gt=0, le=1)
-    """Achieved NCCL bus bandwidth as a fraction of the per-GPU scale-out NIC speed. Assumption."""
+    network_efficiency: float = Field(0.9, gt=0, le=1)
+    """Achieved NCCL bus bandwidth as a fraction of the per-GPU scale-out NIC speed, for the large
+    messages of gradient buckets and parameter gathers. Multi-node all-reduce rings on DGX H100 with
+    eight 400 Gb/s NICs are expected to reach 400-450 GB/s bus bandwidth, i.e. the NICs' line rate
+    (third-party nccl-tests validation guides, e.g. Saturn Cloud "Validating Multi-Node GPU Clusters
+    with NCCL Tests"); calibrate_throughput.py's scan prefers 0.9 to 0.8 (was 0.8, an assumption)."""
 
     latency_nvlink: float = Field(1e-5, ge=0)
     """Fixed cost per collective call inside the NVLink domain, seconds. Assumption (NCCL small-message
@@ -140,6 +192,13 @@ class Assumptions(BaseModel):
 
     latency_network: float = Field(3e-5, ge=0)
     """Fixed cost per collective call crossing the network, seconds. Assumption."""
+
+    ring_hop_latency: float = Field(5e-6, ge=0)
+    """Seconds per network step of a ring collective (a ring over N nodes takes N-1 of them per
+    reduce-scatter or all-gather; the NVLink steps are negligible), paid once per call, i.e. per
+    gradient bucket or per FSDP layer. Assumption: InfiniBand/RoCE switch hop and NIC latency are
+    1-2 us, NCCL's per-step protocol handling a few us more; it makes large data-parallel rings
+    (hundreds of nodes) pay for their length, as NCCL's ring reduce-scatter / all-gather do."""
 
     overlap_grad_reduce: bool = True
     """DP gradient reduction overlaps the last micro-batch's backward (Megatron --overlap-grad-reduce,
@@ -161,6 +220,13 @@ class Assumptions(BaseModel):
     """Share of pipeline send/recv time hidden behind compute. 0: 1F1B sends and receives are
     blocking on the critical path (megatron/core/pipeline_parallel/schedules.py), as in the
     Korthikanti 2022 runs."""
+
+    pp_overlap_efficiency: float = Field(0.9, ge=0, le=1)
+    """Share of pipeline send/recv hidden behind the micro-batch's compute under Megatron-Core's
+    interleaved schedule with p2p overlap (Layout.overlap_p2p_comm, on by default): sends and receives
+    are posted asynchronously and waited for only before the chunk that needs them
+    (megatron/core/pipeline_parallel/schedules.py, `overlap_p2p_comm`). Assumption: 0.9 (the transfers
+    share SMs and HBM with the compute they hide behind)."""
 
     ep_overlap: float = Field(0.0, ge=0, le=1)
     """Share of MoE all-to-all time hidden behind compute (Megatron's A2A/compute overlap is opt-in)."""

@@ -6,10 +6,20 @@ Conventions:
   nccl-tests "bus bandwidth" definition; ZeRO paper §7: all-reduce = 2 psi, ZeRO-3 = 3 psi).
 - Groups follow Megatron's rank order tp-cp-ep-dp-pp (parallel_state.py RankGenerator): a group with
   stride `stride` has min(n, domain // stride) members inside one NVLink domain. A collective over k
-  local members and N = n/k > 1 domains moves (k-1)/k * B per rank over NVLink and, as NCCL's rings
-  do (one ring per NIC, every GPU driving its own NIC as on DGX/HGX), (n-1)/n * B/k over the
-  network; the two are added (conservative: a tree or hierarchical algorithm can beat this by up
-  to 2x on two domains, less as N grows).
+  local members and N = n/k > 1 domains runs as NCCL's rings do: every channel's ring visits the k
+  local members over NVLink and leaves the domain through one NIC, and the channels are spread over
+  the k members' NICs (every GPU driving its own NIC, as on DGX/HGX). Per rank that is
+  (k-1)/k * (n-1)/n * B over NVLink and (n-1)/n * B/k through its NIC, and the ring pipelines the
+  two, so the collective takes the slower of the two rather than their sum (nccl-tests
+  doc/PERFORMANCE.md: a collective's bus bandwidth "should reflect the speed of the hardware
+  bottleneck: NVLink, PCI, QPI, or network"). An earlier version added them, which over-charged
+  data-parallel groups with several members per node (TP < 8) by up to 2x.
+- Latency: every call pays `latency_nvlink` or `latency_network`, and a ring across N domains also
+  N-1 network steps of `ring_hop_latency` (a ring reduce-scatter / all-gather takes n-1 steps; the
+  intra-domain ones are NVLink-fast). Data-parallel traffic is issued in Megatron's gradient buckets
+  (max(40M, 1M x DP) parameters, megatron/training/training.py `bucket_size`), DeepSpeed's
+  `reduce_bucket_size` (5e8 elements) or one call per layer under FSDP / ZeRO-3, so large DP groups
+  pay their ring latency once per bucket.
 - NVLink bandwidth is the vendor's bidirectional figure halved; the network figure is per GPU, one
   direction (advisor.Cluster).
 - Which collectives a layer issues, and which of them Megatron overlaps, is from Korthikanti et al.
@@ -40,12 +50,18 @@ def collective(c: Ctx, A, units: float, nbytes: float, n: int, stride: int, call
         return 0.0, 0.0, False
     k = local_members(n, stride, c.domain)
     N = -(-n // k)
+    if N > 1:
+        ring = (n - 1) / n * nbytes
+        intra = (k - 1) / k * ring
+        inter = ring / k
+        t_nvl = intra / (c.nvlink_bw * A.nvlink_efficiency)
+        t_net = inter / (c.net_bw * A.network_efficiency)
+        sec = units * (t_nvl if t_nvl > t_net else t_net)
+        sec += calls * (A.latency_network + (N - 1) * A.ring_hop_latency)
+        return units * ring, sec, True
     intra = (k - 1) / k * nbytes
-    inter = (n - 1) / n * nbytes / k if N > 1 else 0.0
-    sec = units * (intra / (c.nvlink_bw * A.nvlink_efficiency) + inter / (c.net_bw * A.network_efficiency))
-    net = N > 1
-    sec += calls * (A.latency_network if net else A.latency_nvlink)
-    return units * (intra + inter), sec, net
+    sec = units * intra / (c.nvlink_bw * A.nvlink_efficiency) + calls * A.latency_nvlink
+    return units * intra, sec, False
 
 
 def p2p(c: Ctx, A, nbytes: float, network: bool, calls: float = 1.0):
@@ -149,12 +165,17 @@ def ep_per_microbatch(c: Ctx, A, n_moe: int):
     return nbytes * k, sec * k, sec * k * (1.0 - A.ep_overlap), net
 
 
-def pp_per_microbatch(c: Ctx, A):
+def pp_per_microbatch(c: Ctx, A, window: float = 0.0):
     """Pipeline send/recv of one micro-batch on one stage: (bytes, seconds, exposed, network).
 
     The activation (forward) and its gradient (backward) cross each chunk boundary once; the
     interleaved schedule has v chunk boundaries per stage (Narayanan et al. 2021 §2.2: v x more
     communication). With TP > 1 only 1/t of the message crosses (scatter/gather optimisation, §4.1).
+    Exposure: Megatron-Core's interleaved schedule with overlap_p2p_comm (its default; Layout
+    .overlap_p2p_comm) posts each chunk's send/recv asynchronously and waits for it only before the
+    chunk that needs it, so the transfers hide behind the micro-batch's compute (`window`) up to
+    `pp_overlap_efficiency`; plain 1F1B send/recv are blocking (schedules.py), exposed but for
+    `pp_overlap`.
     """
     p = c.pp
     if p <= 1:
@@ -164,6 +185,9 @@ def pp_per_microbatch(c: Ctx, A):
     net = stride * p > c.domain
     n = 2.0 * c.vpp
     sec = p2p(c, A, msg * n, net, calls=n)
+    if c.overlap_p2p:
+        hidden = min(sec, window) * A.pp_overlap_efficiency
+        return msg * n, sec, sec - hidden, net
     return msg * n, sec, sec * (1.0 - A.pp_overlap), net
 
 
@@ -208,16 +232,23 @@ def dp_terms(c: Ctx, A, dense: float, expert: float):
             once_g, once_p, mb = [], [], [(2, 2.0), (1, 2.0)]
     ob = og = op = mbb = mbs = 0.0
     net = False
+    per_layer = max(1, c.L // c.pp)
     for params, n, stride in groups:
         if params <= 0 or n <= 1:
             continue
+        if fw == "megatron":
+            buckets = params / (1e6 * n if n > 40 else 40e6)
+        else:
+            buckets = params / A.deepspeed_bucket_elements if c.deepspeed else 1.0
+        if buckets < 1.0:
+            buckets = 1.0
         for units, bpp in once_g:
-            bb, s, nn = collective(c, A, units, params * bpp, n, stride)
+            bb, s, nn = collective(c, A, units, params * bpp, n, stride, units * buckets)
             ob += bb; og += s; net |= nn
         for units, bpp in once_p:
-            bb, s, nn = collective(c, A, units, params * bpp, n, stride)
+            bb, s, nn = collective(c, A, units, params * bpp, n, stride, units * buckets)
             ob += bb; op += s; net |= nn
-        for units, bpp in mb:
-            bb, s, nn = collective(c, A, units, params * bpp, n, stride)
+        for units, bpp in mb:  # FSDP / ZeRO-3 gather and reduce layer by layer
+            bb, s, nn = collective(c, A, units, params * bpp, n, stride, units * per_layer)
             mbb += bb; mbs += s; net |= nn
     return ob, og, op, mbb, mbs, net

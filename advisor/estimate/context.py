@@ -77,6 +77,7 @@ class Ctx:
     etp: int
     edp: int
     vpp: int
+    overlap_p2p: bool  # interleaved-schedule p2p overlapped with compute (Layout.overlap_p2p_comm, Megatron)
     m: int
     b: int
     gbs: int
@@ -195,7 +196,8 @@ def resolve(cluster, model, layout, training) -> Ctx:
     peak = g.peak_flops
     return Ctx(
         world=world, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, etp=etp, edp=world // (etp * ep * pp),
-        vpp=lay.vpp, m=m, b=b, gbs=gbs, dense_shard=dp * cp,
+        vpp=lay.vpp, overlap_p2p=megatron and lay.vpp > 1 and lay.overlap_p2p_comm,
+        m=m, b=b, gbs=gbs, dense_shard=dp * cp,
         framework=framework, megatron=megatron, deepspeed=framework in DEEPSPEED_FRAMEWORKS,
         zero=lay.zero_stage, sp=lay.sp and tp > 1, recompute=lay.recompute, offload=lay.offload,
         offload_device=lay.offload_device, precision=training.precision, flash=training.flash_attention,

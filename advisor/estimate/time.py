@@ -10,9 +10,15 @@
 - Executed attention FLOPs with a causal FlashAttention kernel are `flash_causal_fraction` of the
   full matrix; an unfused (non-flash) attention also moves the s x s scores through HBM
   (`softmax_bytes_per_score`), timed at `hbm_efficiency` x HBM bandwidth.
+- Compute of one micro-batch (`_stage_compute`): linear-layer GEMMs at `compute_efficiency` of the
+  16-bit peak (`fp8_efficiency` of the FP8 peak) plus `gemm_overhead` per GEMM call; the attention
+  core (FlashAttention at `flash_attention_efficiency`, or the unfused softmax chain with its HBM
+  traffic); element-wise kernels as HBM traffic (`elementwise_traffic` x stored activation bytes).
+  Calibrated on measured throughput: benchmarks/calibrate_throughput.py (and Korthikanti Table 5,
+  benchmarks/calibrate_korthikanti.py).
 - Pipeline: step = (m + (p-1)/v) x (slowest stage's micro-batch time) (Narayanan et al. 2021 §2.2:
-  bubble (p-1)/m, interleaved (p-1)/(v*m)), plus DP communication not hidden by the last backward,
-  plus the optimizer step.
+  bubble (p-1)/m, interleaved (p-1)/(v*m)), plus DP communication not hidden by the backward of the
+  last micro-batch of each model chunk (`_overlapped_tail`), plus the optimizer step.
 """
 
 from __future__ import annotations
@@ -65,26 +71,103 @@ def _recompute_factors(c: Ctx, A, causal: bool = True):
     return 3.0, 3.0 * cf
 
 
+def _gemm_calls(c: Ctx, n_dense: int, n_moe: int) -> float:
+    """Linear-layer GEMM calls of one forward pass over n_dense + n_moe layers on one rank: QKV and
+    output projection (MLA: + the q/kv down and up projections), FC1 (gate and up fused) and FC2;
+    an MoE layer runs FC1/FC2 once per local expert (experts / ep) plus once for the shared experts."""
+    attn = 2.0 + (3.0 if c.latent else 0.0)
+    calls = n_dense * (attn + 2.0)
+    if n_moe:
+        calls += n_moe * (attn + 2.0 * (c.experts / c.ep) + (2.0 if c.shared else 0.0))
+    return calls
+
+
+def _elementwise_bytes_per_token(c: Ctx, n_dense: int, n_moe: int) -> float:
+    """Activation bytes per token that n_dense + n_moe layers store on one rank, the measure of the
+    element-wise kernels' (norms, bias/activation, dropout, residual adds, casts) HBM traffic:
+    Korthikanti et al. 2022 §4.1's tensors without the attention core and the dropout masks (the
+    terms of memory.per_layer_activations: replicated 8h, TP-sharded 24h/t for a GPT layer, the
+    replicated part sharded too under SP)."""
+    div = c.tp if c.sp else 1
+    h, t = c.h, c.tp
+    rep = 8.0 * h + 2.0 * c.latent
+    shd = (2.0 * c.wq + 2.0 * c.wo) / t + 2.0 * (c.wk + c.wv) / c.kv_div
+    mlp = ((4.0 if c.gated else 2.0) + 2.0) * c.f / t
+    out = n_dense * (rep / div + shd + mlp)
+    if n_moe:
+        moe = ((4.0 if c.gated else 2.0) + 2.0) * c.f_moe * (c.topk + c.shared) / t + 4.0 * h * c.topk / t
+        out += n_moe * (rep / div + shd + moe)
+    return out
+
+
 def _stage_compute(c: Ctx, A, n_dense: int, n_moe: int, last: bool):
     """Seconds of compute for one micro-batch on one rank of a stage, its executed FLOPs, and the
-    attention-core part of the time (the window CP ring traffic hides behind)."""
-    tokens = c.s_loc * c.b / c.tp
+    attention-core part of the time (the window CP ring traffic hides behind).
+
+    Three parts, each timed against what bounds it:
+    - linear-layer GEMMs: W FLOPs at the 16-bit (or FP8) peak times an efficiency that grows with
+      the GEMM's size, eff(W) = compute_efficiency * W / (W + W0), i.e. every GEMM call costs its
+      FLOPs at the plateau efficiency plus a fixed `gemm_overhead` (W0 = gemm_overhead * plateau
+      rate): tile/wave quantisation, prologue/epilogue and launch; see Assumptions.gemm_overhead;
+    - the attention core: FlashAttention at `flash_attention_efficiency` of the 16-bit peak; the
+      unfused softmax chain at compute_efficiency plus its HBM traffic (softmax_bytes_per_score);
+    - element-wise kernels: `elementwise_traffic` x the stored activation bytes, at hbm_efficiency
+      of HBM bandwidth (memory-bound), plus the fp32 logits of the loss on the last stage.
+    """
+    T = c.s_loc * c.b
+    tokens = T / c.tp
     lin, attn = per_token_forward_flops(c, n_dense, n_moe, False, 0.0)
     lin_mul, attn_mul = _recompute_factors(c, A)
     lin_f = lin * lin_mul * tokens
+    calls = _gemm_calls(c, n_dense, n_moe) * lin_mul
     if last:
         lin_f += 3.0 * 2.0 * c.h * c.vpad * tokens
+        calls += 3.0
     attn_f = attn * attn_mul * tokens
     if c.precision == "fp8":
-        lin_t = lin_f / (c.peak_fp8 * A.fp8_efficiency)
+        rate = c.peak_fp8 * A.fp8_efficiency
     else:
-        lin_t = lin_f / (c.peak * A.compute_efficiency)
-    attn_t = attn_f / (c.peak * A.compute_efficiency)
-    if not c.flash:
+        rate = c.peak * A.compute_efficiency
+    lin_t = lin_f / rate + calls * A.gemm_overhead
+    hbm = c.hbm * A.hbm_efficiency
+    if c.flash:
+        attn_t = attn_f / (c.peak * A.flash_attention_efficiency)
+    else:
+        attn_t = attn_f / (c.peak * A.compute_efficiency)
         scores = (n_dense + n_moe) * c.a / c.tp * c.s_loc * c.seq * c.b
         share = 1.0 + (_SOFTMAX_FWD_SHARE if c.recompute != "none" else 0.0)
-        attn_t += scores * A.softmax_bytes_per_score * share / (c.hbm * A.hbm_efficiency)
-    return lin_t + attn_t, lin_f + attn_f, attn_t
+        attn_t += scores * A.softmax_bytes_per_score * share / hbm
+    ew_t = 0.0
+    if A.elementwise_traffic:
+        ew = _elementwise_bytes_per_token(c, n_dense, n_moe) * (4.0 / 3.0 if c.recompute == "full" else 1.0)
+        if last:
+            ew += (A.logits_bytes_megatron if c.megatron else A.logits_bytes_other) * c.vpad / c.tp
+        ew_t = A.elementwise_traffic * ew * T / hbm
+    return lin_t + attn_t + ew_t, lin_f + attn_f, attn_t
+
+
+def _overlapped_tail(comm: float, window: float, v: int, p: int) -> float:
+    """Exposed part of once-per-step DP traffic `comm` that Megatron overlaps bucket by bucket with
+    one micro-batch's backward (gradient reduce-scatter, --overlap-grad-reduce) or forward (parameter
+    all-gather, --overlap-param-gather), whose compute on this stage is `window`.
+
+    Plain schedule: the reduction can only start with the last micro-batch's backward, so
+    max(0, comm - window) is exposed (--overlap-grad-reduce runs no_sync for the others). Interleaved
+    (v model chunks per stage): each chunk's share comm/v is released when that chunk's last backward
+    ends, and on the first stage the chunks finish one round of p micro-batch-chunks apart
+    (Megatron-Core interleaved schedule: micro-batches go through the chunks in groups of p), so
+    chunk j (j = v-1 first ... 0 last) may start j*p chunk-backwards before the end; the reductions
+    queue on one NCCL stream. The all-gather mirrors it at the start of the step."""
+    if comm <= 0.0:
+        return 0.0
+    if v <= 1:
+        return max(0.0, comm - window)
+    # chunk j's share may start (j*p + 1) chunk-times before the end; queued in the order j = v-1..0 it
+    # ends at max over j of (j+1)*share - (j*p + 1)*t_chunk, linear in j, so at j = 0 or j = v-1
+    t_chunk = window / v
+    share = comm / v
+    done = share - t_chunk + max(0.0, (v - 1) * (share - p * t_chunk))
+    return done if done > 0.0 else 0.0
 
 
 def stage_times(c: Ctx, A, k: int, dense_params: float, expert_params: float):
@@ -100,15 +183,15 @@ def stage_times(c: Ctx, A, k: int, dense_params: float, expert_params: float):
     tp = tp_per_microbatch(c, A, n_dense, n_moe, first, last, comp / 3.0)
     cp = cp_per_microbatch(c, A, n_layers, attn_t)
     ep = ep_per_microbatch(c, A, n_moe)
-    pp = pp_per_microbatch(c, A)
+    pp = pp_per_microbatch(c, A, comp)
     ob, og, op, mbb, mbs, dnet = dp_terms(c, A, dense_params, expert_params)
     # per-micro-batch DP traffic (ZeRO-2/3, FSDP) hides behind that micro-batch's compute
     dp_mb_exposed = max(0.0, mbs - comp) if A.overlap_grad_reduce else mbs
     # the last micro-batch's backward, which the gradient reduction overlaps: 2 of 3 forward-equivalents,
     # 3 of 4 with full recompute (the recompute forward runs inside the backward)
     bwd_share = 0.75 if c.recompute == "full" else 2.0 / 3.0
-    g_exp = max(0.0, og - comp * bwd_share) if A.overlap_grad_reduce else og
-    p_exp = max(0.0, op - comp * (1.0 - bwd_share)) if A.overlap_param_gather else op
+    g_exp = _overlapped_tail(og, comp * bwd_share, c.vpp, c.pp) if A.overlap_grad_reduce else og
+    p_exp = _overlapped_tail(op, comp * (1.0 - bwd_share), c.vpp, c.pp) if A.overlap_param_gather else op
     t_mb = comp + tp[2] + cp[2] + ep[2] + pp[2] + dp_mb_exposed
     return {
         "comp": comp, "flops": flops, "t_mb": t_mb, "tp": tp, "cp": cp, "ep": ep, "pp": pp,
@@ -140,7 +223,9 @@ def time_terms(c: Ctx, A, stage_params: dict):
     dp_once_exposed = max(st["dp_once"][2] for st in stages.values())
     opt = max(optimizer_time(c, A, *st["params"]) for st in stages.values())
     compute_time = m * S["comp"]
-    bubble_time = (p - 1) / v * t_mb
+    # the fill and drain of the pipeline have no compute to hide the send/recv behind, so the
+    # bubble's micro-batch time carries the full p2p time even where the steady state overlaps it
+    bubble_time = (p - 1) / v * (t_mb + S["pp"][1] - S["pp"][2])
     per_mb_exposed = t_mb - S["comp"]
     exposed_comm = m * per_mb_exposed + dp_once_exposed
     step = compute_time + bubble_time + exposed_comm + opt
