@@ -157,6 +157,10 @@ MEGATRON_FLAGS: dict[str, MegatronFlag] = dict([
        emitted=False, note="P2P overlap is on by default, so the interleaved schedule may use pp = 2 (M9); "
        "there is no --overlap-p2p-comm flag"),
     _f("--use-distributed-optimizer", "store_true", f"{_DIST}, {_W(144)}"),
+    _f("--overlap-grad-reduce", "store_true", f"{_DIST}, {_W(144)}",
+       note="bucketed DP gradient reduction overlapped with backward; the cost model assumes it"),
+    _f("--overlap-param-gather", "store_true", f"{_DIST}, {_W(144)}",
+       note="needs the distributed optimizer and --overlap-grad-reduce (M19); the cost model assumes it"),
     _f("--use-megatron-fsdp", "store_true", f"{_DIST}, {_W(144)}"),
     _f("--data-parallel-sharding-strategy", "choice", f"{_DIST}, {_W(144)} (choices continue at 160000)",
        choices=("no_shard", "optim", "optim_grads", "optim_grads_params")),
@@ -374,8 +378,14 @@ def megatron_args(layout: Layout, model: Model, training: Training, cluster: Clu
     elif layout.ep > 1:
         raise InputError("Layout.ep", layout.ep, "1 for a dense model", f"{model.name} has no experts")
     if layout.framework != "megatron+deepspeed":
+        if layout.dp * layout.cp > 1:
+            # advisor's step-time estimate assumes DP traffic overlaps compute (Assumptions.overlap_grad_reduce,
+            # overlap_param_gather): ask Megatron for it, or the estimate is optimistic.
+            add("--overlap-grad-reduce")
         if layout.zero_stage == 1:
             add("--use-distributed-optimizer")
+            if layout.dp * layout.cp > 1:
+                add("--overlap-param-gather")               # M19: needs the distributed optimizer + grad overlap
         elif layout.zero_stage >= 2:
             add("--use-megatron-fsdp")
             add("--data-parallel-sharding-strategy", "optim_grads" if layout.zero_stage == 2 else "optim_grads_params")

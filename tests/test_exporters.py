@@ -99,7 +99,7 @@ def test_megatron_tp8_pp2_exact():
     args = ex.megatron_args(TP8_PP2, LLAMA70, T70, H100_64)
     assert args == LLAMA70_SHAPE + [
         "--tensor-model-parallel-size", "8", "--pipeline-model-parallel-size", "2", "--sequence-parallel",
-        "--context-parallel-size", "1", "--use-distributed-optimizer",
+        "--context-parallel-size", "1", "--overlap-grad-reduce", "--use-distributed-optimizer", "--overlap-param-gather",
         "--micro-batch-size", "1", "--global-batch-size", "512",
         "--recompute-granularity", "selective", "--bf16", "--attention-backend", "flash",
     ]
@@ -115,7 +115,7 @@ def test_megatron_tp4_pp4_cp2_vpp_exact():
     assert args == LLAMA70_SHAPE + [
         "--tensor-model-parallel-size", "4", "--pipeline-model-parallel-size", "4",
         "--num-layers-per-virtual-pipeline-stage", "10", "--sequence-parallel",
-        "--context-parallel-size", "2", "--use-distributed-optimizer",
+        "--context-parallel-size", "2", "--overlap-grad-reduce", "--use-distributed-optimizer", "--overlap-param-gather",
         "--micro-batch-size", "1", "--global-batch-size", "512", "--bf16", "--attention-backend", "flash",
     ]
     ns = parse(args)
@@ -135,11 +135,12 @@ def test_megatron_full_recompute_fp8_and_offload():
 
 
 @pytest.mark.parametrize(("zero", "flags"), [
-    (0, []),
-    (1, ["--use-distributed-optimizer"]),
-    (2, ["--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim_grads", "--ckpt-format", "fsdp_dtensor"]),
-    (3, ["--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim_grads_params", "--ckpt-format",
-         "fsdp_dtensor"]),
+    (0, ["--overlap-grad-reduce"]),
+    (1, ["--overlap-grad-reduce", "--use-distributed-optimizer", "--overlap-param-gather"]),
+    (2, ["--overlap-grad-reduce", "--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim_grads",
+         "--ckpt-format", "fsdp_dtensor"]),
+    (3, ["--overlap-grad-reduce", "--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim_grads_params",
+         "--ckpt-format", "fsdp_dtensor"]),
 ])
 def test_megatron_zero_mapping(zero, flags):
     layout = Layout(tp=8, dp=8, zero_stage=zero, micro_batch_size=1, num_microbatches=64)
