@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ._version import __version__
 from .actions import Finding as FindingAction
 from .errors import InputError
-from .estimate import Estimate, estimate, memory_only
+from .estimate import Assumptions, Estimate, estimate, memory_only
 from .facts import build_layout_facts, resolve_training
 from .layout import Layout
 from .rulebook import RuleBook, render_message
@@ -103,10 +103,10 @@ def resolve_layout(layout: Layout, cluster: Cluster) -> Layout:
     return layout.model_copy(update={"dp": max(1, cluster.gpus // layout.model_parallel)})
 
 
-def _safe_estimate(cluster, model, layout, training, full: bool):
+def _safe_estimate(cluster, model, layout, training, full: bool, assumptions=None):
     """The cost model's view, or None when the layout's shape cannot be estimated (illegal shapes)."""
     try:
-        return (estimate if full else memory_only)(cluster, model, layout, training)
+        return (estimate if full else memory_only)(cluster, model, layout, training, assumptions)
     except (InputError, ValueError, ZeroDivisionError, IndexError):
         return None
 
@@ -152,19 +152,20 @@ def layout_findings(book: RuleBook, cluster: Cluster, model: Model, training: Tr
 
 
 def audit(cluster: Any, model: Any, layout: Any, training: Any = None, *, rules: tuple[str | Path, ...] = (),
-          engine: str | None = None) -> Audit:
+          engine: str | None = None, assumptions: Assumptions | None = None) -> Audit:
     """Every finding about `layout` at once: errors (the framework would refuse or crash), warnings
     (legal but unwise) and notes, each with the formula and its values, a fix and references.
 
     `layout.framework` decides which framework's rules apply. Omitted degrees are 1; an omitted dp is
-    derived from the GPU count; an omitted num_microbatches from the global batch.
+    derived from the GPU count; an omitted num_microbatches from the global batch. `assumptions`
+    overrides the cost model's defaults (e.g. a framework that keeps bf16 gradient buffers).
     """
     from .api import _rulebook, as_cluster, as_model, as_training
 
     cluster, model, layout = as_cluster(cluster), as_model(model), resolve_layout(as_layout(layout), as_cluster(cluster))
     training, _ = resolve_training(model, as_training(training))
     book = _rulebook(tuple(rules))
-    est = _safe_estimate(cluster, model, layout, training, full=True)
+    est = _safe_estimate(cluster, model, layout, training, full=True, assumptions=assumptions)
     zero_fits = _zero_only_fits(cluster, model, layout, training)
     findings, engine_name = layout_findings(book, cluster, model, training, layout,
                                             est.memory if est is not None else None, engine, zero_fits)

@@ -59,6 +59,11 @@ class PublishedRecord:
     def ok(self) -> bool:
         return self.skip_reason is None
 
+    @property
+    def measured(self) -> bool:
+        """False for layouts the source says were not run as a measured job (recipe defaults)."""
+        return "not a measured" not in (self.raw.get("notes") or "")
+
 
 # ----------------------------------------------------------------------------- GPUs
 
@@ -313,6 +318,10 @@ def _build(r: dict) -> PublishedRecord:
             return default
         return v
 
+    if L.get("tp") is None and "tensor parallel" in (r.get("notes") or "").lower():
+        # The source used tensor parallelism but did not say its degree: a default of 1 would invent
+        # a layout nobody ran (OPT-175B on 992 A100: "FSDP with Megatron-LM Tensor Parallelism").
+        raise _Skip("tensor parallelism used but its degree not stated")
     tp = pick("tp", 1)
     pp = pick("pp", 1)
     cp = pick("cp", 1, False)
@@ -365,9 +374,12 @@ def _build(r: dict) -> PublishedRecord:
         A.append(f"global_batch_size = micro_batch_size*dp = {gbs} (no gradient accumulation stated)")
     n_mb = None
     if gbs % (mbs * dp):
+        # A batch that does not split over the ranks cannot have run as stated: it is a rounded figure
+        # (e.g. OPT's "2M tokens"). Use the nearest batch that does, and say so.
         n_mb = max(1, round(gbs / (mbs * dp)))
-        A.append(f"global_batch_size({gbs}) % (micro_batch_size({mbs}) * dp({dp})) != 0: "
-                 f"num_microbatches rounded to {n_mb}")
+        A.append(f"global_batch_size({gbs}) % (micro_batch_size({mbs}) * dp({dp})) != 0: the stated batch "
+                 f"is approximate; using {n_mb * mbs * dp} = {n_mb} micro-batches x {mbs} x dp {dp}")
+        gbs = n_mb * mbs * dp
     precision, guessed = _precision(t.get("precision"), preset)
     if guessed:
         A.append(f"precision={precision} (not stated)")

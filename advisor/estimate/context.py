@@ -212,7 +212,8 @@ def resolve(cluster, model, layout, training) -> Ctx:
         capacity=g.memory, peak=peak, peak_fp8=g.peak_flops_fp8 or peak, hbm=hbm_bandwidth(g),
         nvlink_bw=cluster.intra_node_bandwidth / 2.0, net_bw=cluster.inter_node_bandwidth,
         domain=cluster.nvlink_domain, gpus_per_node=cluster.gpus_per_node,
-        host_per_gpu=cluster.host_memory_per_node / cluster.gpus_per_node,
+        # A job smaller than one server has that server's whole host memory.
+        host_per_gpu=cluster.host_memory_per_node / min(cluster.gpus, cluster.gpus_per_node),
         stages=stage_layers(model.layers, pp),
     )
 
