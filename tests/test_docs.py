@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -61,7 +62,7 @@ def test_generation_is_deterministic_and_has_no_absolute_paths():
     first, second = docgen.generate(ROOT), docgen.generate(ROOT)
     assert first == second
     for rel, text in first.items():
-        assert str(ROOT) not in text and "/tmp/" not in text, rel
+        assert str(ROOT) not in text and tempfile.gettempdir() not in text, rel
 
 
 def test_check_reports_stale_missing_and_extra_files(tmp_path, capsys):

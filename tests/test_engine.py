@@ -27,15 +27,7 @@ from advisor.evaluator import CompiledRule
 pytestmark = pytest.mark.skipif(not eng_mod.durable_available(), reason="durable_rules does not import here")
 
 
-def L(field, op, value):
-    return {"field": field, "op": op, "value": value}
-
-
-FACT = {
-    "cluster": {"gpus": 64, "nvlink_domain": 8, "gpu_name": "H100-SXM-80GB"},
-    "model": {"params": 70553706496, "is_moe": False},
-    "sizing": {"states_fit_gpu": False, "states_gpu_ratio": 14.78},
-}
+from engine_fixtures import FACT, L  # noqa: E402  (tests/ is on sys.path via rootdir conftest)
 
 
 def matrix_rules(n=20):
