@@ -4,10 +4,11 @@
    (Megatron M1/M2/M5/M6/M8/M9/M14/M15, DeepSpeed's ZeRO-with-pipeline limit) and the rules'
    decisions: the strategy (zero-dp keeps tp = pp = 1), limits (tp inside the NVLink domain), and the
    enabled features (CP only from 8K tokens).
-2. Memory. For each shape and micro-batch size, ZeRO stages and recompute levels are tried cheapest
-   first with the memory-only estimate; the first recompute level that fits is kept per ZeRO stage
-   (more recompute never runs faster). Shapes whose cheapest memory option does not fit are pruned.
-   Offload is tried only when nothing else fits, and only in the ZeRO data-parallel family.
+2. Memory. For each shape, micro-batch size and ZeRO stage, the most memory-frugal option (full
+   recompute) is estimated first; when even it does not fit, the shape (with its larger micro-batches
+   and virtual stages) is pruned. Otherwise recompute levels are tried from none up and the first that
+   fits is kept (more recompute never runs faster). Offload is tried only when nothing else fits, and
+   only in the ZeRO data-parallel family.
 3. Rank. Every survivor gets a full estimate; the fastest step wins, except that candidates within
    `NEAR_TIE` of the fastest are ordered by `_tie_break` (no CP; with the rules' "tp_before_pp", more
    TP inside the NVLink domain and more memory headroom; then fewer parallel dimensions, smaller model
@@ -27,9 +28,9 @@ __all__ = ["Alternative", "PlanResult", "plan", "NEAR_TIE"]
 
 _RECOMPUTE = ("none", "selective", "full")
 _OFFLOAD = ("none", "optimizer", "optimizer+params")
-# Estimates this close are treated as ties (the time model is calibrated to about ±15%, see
-# benchmarks/calibrate_korthikanti.py); 8% maximised agreement with published layouts in
-# benchmarks/published_planner.py among 3/8/15% (the tie-break, not the band, carries the preference).
+# Estimates this close are treated as ties: the time model's mean |error| on measured runs is ~6%,
+# single runs up to ~25% (benchmarks/calibrate_throughput.py). 8% maximised agreement with published
+# layouts in benchmarks/published_planner.py among 3/8/15% (the tie-break carries the preference).
 NEAR_TIE = 0.08
 MAX_ALTERNATIVES = 4
 MAX_REJECT_EVENTS = 10          # rejections written to the trace one by one; the rest are counted
@@ -175,14 +176,14 @@ def _plain_simplicity(layout: Layout, model: Model) -> tuple:
             _RECOMPUTE.index(layout.recompute), layout.pp, -layout.micro_batch_size)
 
 
-def a_mem_share(est) -> float:
+def _memory_share(est) -> float:
     return est.memory.total / est.memory.capacity
 
 
 def _why_lost(alt, chosen, model: Model) -> str:
     a, c = alt[0], chosen[0]
     ta, tc = alt[1].step_time, chosen[1].step_time
-    ua, uc = a_mem_share(alt[1]), a_mem_share(chosen[1])
+    ua, uc = _memory_share(alt[1]), _memory_share(chosen[1])
     if ua > MAX_MEMORY_UTILIZATION >= uc:
         return (f"uses {ua:.0%} of GPU memory (> {MAX_MEMORY_UTILIZATION:.0%}): est. step {ta:.2f} s vs "
                 f"{tc:.2f} s ({ta / tc - 1:+.0%}), too little headroom")
@@ -195,8 +196,8 @@ def _why_lost(alt, chosen, model: Model) -> str:
     for name in ("zero_stage", "recompute", "offload", "micro_batch_size"):
         if getattr(a, name) != getattr(c, name):
             diffs.append(f"{name} {getattr(a, name)} vs {getattr(c, name)}")
-    return (f"about as fast (est. step {ta:.2f} s vs {tc:.2f} s, within {NEAR_TIE:.0%}) but less simple: "
-            + ", ".join(diffs))
+    return (f"about as fast (est. step {ta:.2f} s vs {tc:.2f} s, within {NEAR_TIE:.0%}); the tie-break prefers "
+            f"the choice: " + ", ".join(diffs))
 
 
 def _search(cluster, model, training, decisions, strategy, framework, result: PlanResult,
