@@ -8,7 +8,9 @@
    recompute) is estimated first; when even it does not fit, the shape (with its larger micro-batches
    and virtual stages) is pruned. Otherwise recompute levels are tried from none up and the first that
    fits is kept (more recompute never runs faster). Offload is tried only when nothing else fits, and
-   only in the ZeRO data-parallel family.
+   only in the ZeRO data-parallel family. This runs coarse to fine: every shape first at plain 1F1B and
+   its smallest micro-batch; virtual stages and larger micro-batches only for shapes within
+   REFINE_WITHIN of the best coarse estimate (at least MIN_REFINED of them).
 3. Rank. Every survivor gets a full estimate; the fastest step wins, except that candidates within
    `NEAR_TIE` of the fastest are ordered by `_tie_break` (no CP; with the rules' "tp_before_pp", more
    TP inside the NVLink domain and more memory headroom; then fewer parallel dimensions, smaller model
@@ -36,6 +38,8 @@ MAX_ALTERNATIVES = 4
 MAX_REJECT_EVENTS = 10          # rejections written to the trace one by one; the rest are counted
 MBS_OPTIONS = (1, 2, 4)         # micro-batch sizes searched when the caller gives none
 MAX_VPP_OPTIONS = 3             # virtual-stage counts tried per pipeline shape
+REFINE_WITHIN = 1.30            # shapes within 30% of the best coarse estimate get VPP / micro-batch variants
+MIN_REFINED = 6                 # ... and at least this many of the best shapes
 # Layouts that fill more than this share of GPU memory rank after every layout with room left: the
 # memory estimate is within ~4% of Korthikanti et al.'s measurements, so above 95% a "fit" may not be
 # one (NVIDIA/Megatron-LM#525: an estimate that fit 23.3 of 32 GB went out of memory); published runs
@@ -206,78 +210,107 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
     mbs_options = (training.micro_batch_size,) if training.micro_batch_size else MBS_OPTIONS
     recomputes = ("none", "full") if framework == "deepspeed" else _RECOMPUTE   # selective is Megatron's
     offloads = _OFFLOAD if allow_offload else ("none",)
-    fitting: list[tuple[Layout, object]] = []
+    found: list[tuple[Layout, bool, object]] = []        # (layout, above MAX_MEMORY_UTILIZATION, estimate)
     closest = None
     logged: set[tuple] = set()
-    dead: set[tuple] = set()          # (tp, pp, cp, ep, dp) whose plain-1F1B form cannot fit at all
-    for shape in _shapes(cluster, model, training, decisions, strategy, framework):
-        base = (shape.tp, shape.pp, shape.cp, shape.ep, shape.dp)
-        if shape.vpp > 1 and base in dead:
-            continue                      # virtual stages only add in-flight activations
+
+    def explore(shape: _Shape, mbs: int) -> bool:
+        """Add the fitting (ZeRO, recompute, offload) options of one shape and micro-batch; False if none fits."""
+        nonlocal closest
+        m = gbs // (mbs * shape.dp)
+
+        def layout_for(zero, recompute, offload):
+            # Valid by construction (every degree >= 1, literals from the closed sets above): built
+            # without re-validation, as this is the innermost loop of the search.
+            return Layout.model_construct(
+                framework=framework, tp=shape.tp, pp=shape.pp, dp=shape.dp, cp=shape.cp, ep=shape.ep,
+                etp=shape.etp if shape.ep > 1 else None, vpp=shape.vpp, overlap_p2p_comm=True,
+                sp=shape.tp > 1 and "sp" in decisions.features, zero_stage=zero, micro_batch_size=mbs,
+                num_microbatches=m, recompute=recompute, offload=offload, offload_device="cpu")
+
+        shape_fits = False
+        for zero in _stages(decisions, framework, shape.pp):
+            for offload in offloads:
+                # DeepSpeed offload_config.py: parameter offload needs ZeRO-3; optimizer offload a stage >= 1.
+                if (offload == "optimizer+params" and zero != 3) or (offload == "optimizer" and zero < 1):
+                    continue
+                # Memory only shrinks with more recompute: test the most frugal level first, and skip
+                # the others when even it does not fit.
+                frugal = layout_for(zero, recomputes[-1], offload)
+                frugal_mem = mem = memory_fn(cluster, model, frugal, training)
+                result.examined += 1
+                if not (mem.fits and mem.host_fits):
+                    if closest is None or mem.total < closest[1].total:
+                        closest = (frugal, mem)
+                    key = (shape.tp, shape.pp, shape.cp, shape.ep, zero, offload)
+                    if mbs == mbs_options[0] and shape.vpp == 1 and key not in logged \
+                            and len(logged) < MAX_REJECT_EVENTS:
+                        logged.add(key)
+                        result.events.append((
+                            "reject", f"memory: {mem.total / 2**30:.1f} GiB per GPU > {mem.capacity / 2**30:.1f}"
+                                      f" GiB even with recompute {recomputes[-1]}", frugal.id))
+                    continue
+                for recompute in recomputes:
+                    if recompute == recomputes[-1]:
+                        layout, mem = frugal, frugal_mem
+                    else:
+                        layout = layout_for(zero, recompute, offload)
+                        mem = memory_fn(cluster, model, layout, training)
+                        result.examined += 1
+                    if mem.fits and mem.host_fits:
+                        tight = mem.total > MAX_MEMORY_UTILIZATION * mem.capacity
+                        found.append((layout, tight, estimate_fn(cluster, model, layout, training)))
+                        shape_fits = True
+                        if not tight:
+                            break                                # more recompute is never faster
+                if shape_fits and offload == "none":
+                    break                                        # offload only when nothing fits
+        return shape_fits
+
+    def base(shape) -> tuple:
+        return (shape.tp, shape.pp, shape.cp, shape.ep, shape.dp)
+
+    # Coarse pass: every shape at plain 1F1B and its smallest legal micro-batch.
+    shapes = _shapes(cluster, model, training, decisions, strategy, framework)
+    first_mbs: dict[tuple, int] = {}
+    for shape in shapes:
+        if shape.vpp > 1:
+            continue
         for mbs in mbs_options:
-            if gbs % (mbs * shape.dp):                          # M11
+            if gbs % (mbs * shape.dp) == 0:                      # M11
+                if explore(shape, mbs):
+                    first_mbs[base(shape)] = mbs
+                break
+    # Fine pass: virtual stages and larger micro-batches, only for shapes that could win. VPP divides
+    # the bubble by v and a larger micro-batch mostly buys GEMM efficiency, so a shape more than
+    # REFINE_WITHIN behind the best coarse estimate cannot catch up; the best few are refined anyway.
+    best_by_base: dict[tuple, float] = {}
+    for layout, _tight, est in found:
+        key = (layout.tp, layout.pp, layout.cp, layout.ep, layout.dp)
+        best_by_base[key] = min(best_by_base.get(key, float("inf")), est.step_time)
+    if best_by_base:
+        ordered_bases = sorted(best_by_base, key=best_by_base.get)
+        best = best_by_base[ordered_bases[0]]
+        refine = {b for i, b in enumerate(ordered_bases) if i < MIN_REFINED or best_by_base[b] <= best * REFINE_WITHIN}
+        for shape in shapes:
+            if base(shape) not in refine:
                 continue
-            m = gbs // (mbs * shape.dp)
-            if shape.vpp > 1 and (m < shape.pp or m % shape.pp):  # M10
-                continue
-
-            def layout_for(zero, recompute, offload):
-                # Valid by construction (every degree >= 1, literals from the closed sets above): built
-                # without re-validation, as this is the innermost loop of the search.
-                return Layout.model_construct(
-                    framework=framework, tp=shape.tp, pp=shape.pp, dp=shape.dp, cp=shape.cp, ep=shape.ep,
-                    etp=shape.etp if shape.ep > 1 else None, vpp=shape.vpp, overlap_p2p_comm=True,
-                    sp=shape.tp > 1 and "sp" in decisions.features, zero_stage=zero, micro_batch_size=mbs,
-                    num_microbatches=m, recompute=recompute, offload=offload, offload_device="cpu")
-
-            shape_fits = False
-            for zero in _stages(decisions, framework, shape.pp):
-                for offload in offloads:
-                    # DeepSpeed offload_config.py: parameter offload needs ZeRO-3; optimizer offload a stage >= 1.
-                    if (offload == "optimizer+params" and zero != 3) or (offload == "optimizer" and zero < 1):
-                        continue
-                    # Memory only shrinks with more recompute: test the most frugal level first, and
-                    # skip the others when even it does not fit.
-                    frugal = layout_for(zero, recomputes[-1], offload)
-                    frugal_mem = mem = memory_fn(cluster, model, frugal, training)
-                    result.examined += 1
-                    if not (mem.fits and mem.host_fits):
-                        if closest is None or mem.total < closest[1].total:
-                            closest = (frugal, mem)
-                        key = (shape.tp, shape.pp, shape.cp, shape.ep, zero, offload)
-                        if mbs == mbs_options[0] and shape.vpp == 1 and key not in logged \
-                                and len(logged) < MAX_REJECT_EVENTS:
-                            logged.add(key)
-                            result.events.append((
-                                "reject", f"memory: {mem.total / 2**30:.1f} GiB per GPU > {mem.capacity / 2**30:.1f}"
-                                          f" GiB even with recompute {recomputes[-1]}", frugal.id))
-                        continue
-                    for recompute in recomputes:
-                        if recompute == recomputes[-1]:
-                            layout, mem = frugal, frugal_mem
-                        else:
-                            layout = layout_for(zero, recompute, offload)
-                            mem = memory_fn(cluster, model, layout, training)
-                            result.examined += 1
-                        if mem.fits and mem.host_fits:
-                            tight = mem.total > MAX_MEMORY_UTILIZATION * mem.capacity
-                            fitting.append((layout, tight))
-                            shape_fits = True
-                            if not tight:
-                                break                            # more recompute is never faster
-                    if shape_fits and offload == "none":
-                        break                                    # offload only when nothing fits
-            if not shape_fits:
-                if mbs == mbs_options[0] and shape.vpp == 1:
-                    dead.add(base)
-                break                                            # a larger micro-batch will not fit either
-    if not fitting:
+            for mbs in mbs_options:
+                if gbs % (mbs * shape.dp):                       # M11
+                    continue
+                if shape.vpp == 1 and mbs == first_mbs[base(shape)]:
+                    continue                                     # done in the coarse pass
+                m = gbs // (mbs * shape.dp)
+                if shape.vpp > 1 and (m < shape.pp or m % shape.pp):   # M10
+                    continue
+                if not explore(shape, mbs) and mbs > first_mbs[base(shape)]:
+                    break                                        # a larger micro-batch will not fit either
+    if not found:
         return None, closest
     tp_first = "tp_before_pp" in decisions.features
     ordered = []
     for group in (False, True):          # layouts with memory headroom first, tight ones after
-        scored = [(layout, estimate_fn(cluster, model, layout, training)) for layout, tight in fitting
-                  if tight is group]
+        scored = [(layout, est) for layout, tight, est in found if tight is group]
         if not scored:
             continue
         best_time = min(est.step_time for _, est in scored)
@@ -285,7 +318,7 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
                           key=lambda c: (_tie_break(c[0], c[1], model, tp_first), c[1].step_time))
         ordered += sorted((c for c in scored if c[1].step_time > best_time * (1 + NEAR_TIE)),
                           key=lambda c: (c[1].step_time, _tie_break(c[0], c[1], model, tp_first)))
-    n_tight = sum(tight for _, tight in fitting)
+    n_tight = sum(tight for _, tight, _ in found)
     result.ranking = ordered
     chosen = None
     shapes_listed: set[tuple] = set()
@@ -304,7 +337,7 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
         shapes_listed.add(shape)
         if chosen is None:
             chosen = (layout, est)
-            result.events.append(("note", f"{len(fitting)} layouts fit in memory ({n_tight} above "
+            result.events.append(("note", f"{len(found)} layouts fit in memory ({n_tight} above "
                                           f"{MAX_MEMORY_UTILIZATION:.0%} of it, ranked last); ranked by estimated "
                                           f"step time, simplest first within {NEAR_TIE:.0%} of the fastest", None))
             if est.memory.total > MAX_MEMORY_UTILIZATION * est.memory.capacity:
