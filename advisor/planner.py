@@ -337,9 +337,10 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
         shapes_listed.add(shape)
         if chosen is None:
             chosen = (layout, est)
+            ties = "no CP, more TP, memory headroom, then simplicity" if tp_first else "no CP, then simplicity"
             result.events.append(("note", f"{len(found)} layouts fit in memory ({n_tight} above "
                                           f"{MAX_MEMORY_UTILIZATION:.0%} of it, ranked last); ranked by estimated "
-                                          f"step time, simplest first within {NEAR_TIE:.0%} of the fastest", None))
+                                          f"step time; ties within {NEAR_TIE:.0%} go to {ties}", None))
             if est.memory.total > MAX_MEMORY_UTILIZATION * est.memory.capacity:
                 result.events.append(("note", f"every fitting layout uses more than {MAX_MEMORY_UTILIZATION:.0%} "
                                               "of GPU memory: expect little room for fragmentation", None))
