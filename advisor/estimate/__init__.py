@@ -13,9 +13,12 @@ published layouts that report throughput).
 
 from __future__ import annotations
 
+from pydantic import BaseModel
+
 from .assumptions import Assumptions
 from .context import Ctx, resolve
-from .memory import memory_terms, model_state_bytes_per_param, moe_mlp_activations, per_layer_activations
+from .memory import (detail_dict, memory_terms, model_state_bytes_per_param, moe_mlp_activations,
+                     per_layer_activations, stage_params)
 from .result import CommDimension, CommEstimate, Estimate, MemoryEstimate
 from .time import executed_flops_per_step, model_flops_per_step, time_terms
 
@@ -33,7 +36,12 @@ __all__ = [
 ]
 
 _DEFAULT = Assumptions()
-_setattr = object.__setattr__
+_new = object.__new__
+_set_dict = object.__setattr__
+# pydantic 2 BaseModel's instance slots, set through their descriptors (cheaper than object.__setattr__)
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
 def _make(cls, values: dict):
@@ -44,33 +52,58 @@ def _make(cls, values: dict):
     planner calls `estimate` thousands of times. tests/test_estimate_comm_time.py checks the result
     round-trips through `model_validate`.
     """
-    obj = cls.__new__(cls)
-    _setattr(obj, "__dict__", values)
-    _setattr(obj, "__pydantic_fields_set__", set(values))
-    _setattr(obj, "__pydantic_extra__", None)
-    _setattr(obj, "__pydantic_private__", None)
+    obj = _new(cls)
+    _set_dict(obj, "__dict__", values)
+    _set_fields_set(obj, set(values))
+    _set_extra(obj, None)
+    _set_private(obj, None)
     return obj
 
 
-def _memory_model(c: Ctx, A: Assumptions):
-    best, details = memory_terms(c, A)
-    k, w, g, o, act, buf, reserve, total, host, nvme, det = best
+def _memory_estimate(c: Ctx, A: Assumptions, best: tuple) -> MemoryEstimate:
+    k, w, g, o, act, buf, reserve, total, host, nvme, det, nccl, frag = best
     w, g, o, act, buf, reserve = int(w), int(g), int(o), int(act), int(buf), int(reserve)
     total_i = w + g + o + act + buf + reserve
-    mem = _make(MemoryEstimate, {
+    return _make(MemoryEstimate, {
         "weights": w, "gradients": g, "optimizer": o, "activations": act, "buffers": buf,
         "reserve": reserve, "total": total_i, "capacity": c.capacity, "headroom": c.capacity - total_i,
         "fits": total_i <= c.capacity, "stage": k, "offloaded_to_host": int(host),
         "offloaded_to_nvme": int(nvme), "host_fits": host * A.host_buffer_factor <= c.host_per_gpu,
-        "detail": det,
+        "detail": detail_dict(det, A.cuda_context_bytes, nccl, frag),
     })
-    return mem, details
+
+
+# The memory part of the last few memory_only calls, by the Layout's identity: the planner asks
+# memory_only of every candidate and then estimate of the same Layout object when it fits, so
+# estimate finds its context and memory terms here instead of computing them again. Each entry holds
+# the argument objects themselves (so an id cannot be reused while it lives) and a hit is confirmed
+# by identity; entries are immutable (tuples of numbers; the Ctx is never written after resolve).
+# Single dict get/set/clear are atomic in CPython, so concurrent callers at worst miss and compute.
+_RECENT: dict = {}
+_RECENT_MAX = 32
+
+
+def _memory_terms(cluster, model, layout, training, A: Assumptions):
+    """(ctx, best, {stage: detail values}) of memory_terms, from _RECENT when memory_only just
+    computed them."""
+    hit = _RECENT.get(id(layout))
+    if hit is not None and hit[0] is layout and hit[1] is cluster and hit[2] is model and hit[3] is training \
+            and hit[4] is A:
+        return hit[5], hit[6], hit[7]
+    c = resolve(cluster, model, layout, training)
+    best, details = memory_terms(c, A)
+    return c, best, details
 
 
 def memory_only(cluster, model, layout, training, assumptions: Assumptions | None = None) -> MemoryEstimate:
     """Per-GPU memory of the most-loaded rank, without the communication and time model (~2x cheaper)."""
     A = assumptions or _DEFAULT
-    return _memory_model(resolve(cluster, model, layout, training), A)[0]
+    c = resolve(cluster, model, layout, training)
+    best, details = memory_terms(c, A)
+    if len(_RECENT) >= _RECENT_MAX:
+        _RECENT.clear()
+    _RECENT[id(layout)] = (layout, cluster, model, training, A, c, best, details)
+    return _memory_estimate(c, A, best)
 
 
 def _dim(bytes_, sec, exposed, net, n) -> CommDimension:
@@ -89,10 +122,9 @@ def estimate(cluster, model, layout, training, assumptions: Assumptions | None =
     Raises InputError when tp*pp*cp*dp differs from cluster.gpus or etp*ep*pp does not divide it.
     """
     A = assumptions or _DEFAULT
-    c = resolve(cluster, model, layout, training)
-    mem, details = _memory_model(c, A)
-    stage_params = {k: (d["params_dense"], d["params_expert"]) for k, d in details.items()}
-    T = time_terms(c, A, stage_params)
+    c, best, details = _memory_terms(cluster, model, layout, training, A)
+    mem = _memory_estimate(c, A, best)
+    T = time_terms(c, A, {k: stage_params(d) for k, d in details.items()})
     S = T["stages"][T["slow"]]
     m = c.m
 

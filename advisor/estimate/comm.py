@@ -48,7 +48,8 @@ def collective(c: Ctx, A, units: float, nbytes: float, n: int, stride: int, call
     """(bytes sent per rank, seconds, crosses_network) of `units` AG/RS-equivalents of nbytes over n ranks."""
     if n <= 1 or nbytes <= 0 or units <= 0:
         return 0.0, 0.0, False
-    k = local_members(n, stride, c.domain)
+    domain = c.domain
+    k = 1 if stride >= domain else max(1, min(n, domain // stride))   # local_members(n, stride, domain)
     N = -(-n // k)
     if N > 1:
         ring = (n - 1) / n * nbytes

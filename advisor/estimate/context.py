@@ -10,9 +10,6 @@ etp x ep grid with expert-DP = world / (etp * ep * pp) (M2).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import lru_cache
-
 from ..architecture import ParameterCount, count_parameters
 from ..errors import InputError
 
@@ -47,11 +44,6 @@ def hbm_bandwidth(gpu) -> float:
     return _HBM.get(gpu.name, gpu.peak_flops / 150.0)
 
 
-@lru_cache(maxsize=256)
-def _count(model) -> ParameterCount:
-    return count_parameters(model)
-
-
 def stage_layers(layers: int, pp: int) -> list[int]:
     """Transformer layers per pipeline stage. Uniform when pp divides layers (Megatron M8); otherwise
     the remainder goes to the middle stages first, then the last, then the first, because the first
@@ -65,8 +57,12 @@ def stage_layers(layers: int, pp: int) -> list[int]:
     return counts
 
 
-@dataclass(slots=True)
 class Ctx:
+    """The flat bag of plain numbers `resolve` returns. A plain class: `resolve` fills an instance's
+    `__dict__` in one go from the cached cluster/model/training part (`_static`) and the layout's own
+    degrees, which is several times cheaper than a 60-argument constructor on the planner's hot path.
+    Read-only once built."""
+
     # degrees
     world: int
     tp: int
@@ -131,17 +127,132 @@ class Ctx:
     domain: int
     gpus_per_node: int
     host_per_gpu: float
-    stages: list
+    # pipeline split (depends on pp only; see _split)
+    stages: tuple        # layers per stage (stage_layers)
+    split: tuple         # per stage: (layers, dense layers, MoE layers)
+    candidates: tuple    # stages that can be the most-loaded one (memory.candidate_stages)
+    # one dict per (cluster, model, training), shared by every layout's Ctx: memo of terms that depend
+    # on a few layout degrees only (memory._acts); entries are immutable tuples, set atomically
+    memo: dict
+
+    def __repr__(self) -> str:
+        return f"Ctx({', '.join(f'{k}={v!r}' for k, v in self.__dict__.items())})"
 
 
-def resolve(cluster, model, layout, training) -> Ctx:
+# ----------------------------------------------------------------------------- the cached part
+
+# Everything that depends only on (cluster, model, training), which stay the same objects through
+# one recommendation while the planner tries hundreds of layouts. Keyed by the objects' ids; each
+# entry holds the objects themselves, so an id cannot be reused while its entry lives, and a hit is
+# confirmed by identity (`is`). Hashing the frozen pydantic models instead costs ~1 us each per call.
+# Thread safety: single dict get/set/clear are atomic in CPython and the values are never mutated
+# after they are published (a per-pp entry may be computed twice by racing threads; both are equal).
+_STATIC: dict = {}
+_STATIC_MAX = 16
+
+
+def _static(cluster, model, training) -> tuple:
+    """(field values for Ctx, {pp: _split}, MLA or not) of (cluster, model, training), built once
+    per triple. Raises the InputErrors of an unresolved training (never cached)."""
+    key = (id(cluster), id(model), id(training))
+    hit = _STATIC.get(key)
+    if hit is not None and hit[0] is cluster and hit[1] is model and hit[2] is training:
+        return hit[3]
     if training.seq_len is None:
         raise InputError("Training.seq_len", None, "a resolved sequence length (tokens)",
                          "estimate needs the sequence length; resolve it from the model first")
     if training.global_batch_size is None:
         raise InputError("Training.global_batch_size", None, "a resolved global batch size (sequences)",
                          "estimate needs the global batch; resolve it first")
-    world = cluster.gpus
+    pc = count_parameters(model)
+    h, a = model.hidden, model.heads
+    kv = model.kv_heads or a
+    hd = model.head_dim or h // a
+    if model.mla is not None:
+        mla = model.mla
+        qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim
+        wq = wk = a * qk
+        wv = wo = a * mla.v_head_dim
+        latent = (mla.q_lora_rank or 0) + mla.kv_lora_rank + mla.qk_rope_head_dim
+        kv_params = 0
+    else:
+        wq = wo = a * hd
+        wk = wv = kv * hd
+        latent = 0
+        kv_params = 2 * h * kv * hd
+    vocab = model.vocab
+    g = cluster.gpu
+    peak = g.peak_flops
+    fields = dict(
+        world=cluster.gpus, gbs=training.global_batch_size,
+        precision=training.precision, flash=training.flash_attention, seq=training.seq_len,
+        L=model.layers, h=h, a=a, kv=kv, wq=wq, wk=wk, wv=wv, wo=wo, latent=latent,
+        f=model.ffn_hidden, f_moe=model.moe_ffn_hidden or model.ffn_hidden,
+        gated=model.activation == "swiglu", experts=model.experts, topk=model.experts_per_token,
+        shared=model.shared_experts, dense_first=model.dense_layers if model.experts > 1 else model.layers,
+        moe_freq=model.moe_layer_freq, vocab=vocab, tied=model.tied_embeddings,
+        gpt_style=model.bias or model.position_embedding == "learned", pc=pc,
+        kv_params=kv_params, pos_params=pc.embedding - vocab * h,
+        capacity=g.memory, peak=peak, peak_fp8=g.peak_flops_fp8 or peak, hbm=hbm_bandwidth(g),
+        nvlink_bw=cluster.intra_node_bandwidth / 2.0, net_bw=cluster.inter_node_bandwidth,
+        domain=cluster.nvlink_domain, gpus_per_node=cluster.gpus_per_node,
+        # A job smaller than one server has that server's whole host memory.
+        host_per_gpu=cluster.host_memory_per_node / min(cluster.gpus, cluster.gpus_per_node),
+    )
+    fields.update(dict.fromkeys(_PER_LAYOUT))
+    fields["memo"] = {}
+    value = (fields, {}, model.mla is not None)
+    if len(_STATIC) >= _STATIC_MAX:
+        _STATIC.clear()
+    _STATIC[key] = (cluster, model, training, value)
+    return value
+
+
+def _split(fields: dict, splits: dict, pp: int) -> tuple:
+    """(stages, split, candidates) for pipeline degree pp, once per (cluster, model, training) and
+    pp: stage_layers, per stage (layers, dense layers, MoE layers) by moe_layers_before's rule, and
+    the stages that can hold the most-loaded rank."""
+    hit = splits.get(pp)
+    if hit is not None:
+        return hit
+    stages = tuple(stage_layers(fields["L"], pp))
+    experts, dense_first, freq = fields["experts"], fields["dense_first"], fields["moe_freq"]
+    split = []
+    lo = 0
+    for n_layers in stages:
+        n_moe = (_moe_layers_before(lo + n_layers, experts, dense_first, freq)
+                 - _moe_layers_before(lo, experts, dense_first, freq))
+        split.append((n_layers, n_layers - n_moe, n_moe))
+        lo += n_layers
+    # First, last and the heaviest middle stage: the only candidates for the most-loaded rank.
+    if pp == 1:
+        cand = (0,)
+    else:
+        cand = [0, pp - 1]
+        if pp > 2:
+            mid = max(range(1, pp - 1), key=lambda i: stages[i])
+            # a dense middle stage with no more layers than the first holds fewer in-flight
+            # micro-batches and no embedding, so it can only be the most-loaded one when it has more
+            # (or MoE) layers
+            if stages[mid] > stages[0] or experts > 1:
+                cand.append(mid)
+        cand = tuple(cand)
+    value = (stages, tuple(split), cand)
+    if len(splits) < 256:
+        splits[pp] = value
+    return value
+
+
+_new = object.__new__
+# The Ctx fields `resolve` sets from the layout (the rest come from _static).
+_PER_LAYOUT = ("tp", "pp", "dp", "cp", "ep", "etp", "edp", "vpp", "overlap_p2p", "m", "b", "dense_shard", "framework",
+               "megatron", "deepspeed", "zero", "sp", "recompute", "offload", "offload_device", "s_loc", "kv_div",
+               "vpad", "stages", "split", "candidates")
+
+
+def resolve(cluster, model, layout, training) -> Ctx:
+    fields, splits, mla = _static(cluster, model, training)
+    world = fields["world"]
     lay = layout
     tp, pp, cp, dp = lay.tp, lay.pp, lay.cp, lay.dp
     if dp is None:
@@ -157,7 +268,7 @@ def resolve(cluster, model, layout, training) -> Ctx:
         raise InputError("Layout.ep", ep, "etp*ep*pp dividing the world size (Megatron M2)",
                          f"gpus({world}) % (etp({etp}) * ep({ep}) * pp({pp})) = {world % (etp * ep * pp)}")
     b = lay.micro_batch_size
-    gbs = training.global_batch_size
+    gbs = fields["gbs"]
     if lay.num_microbatches is None:
         if gbs % (b * dp):
             raise InputError("Training.global_batch_size", gbs, "a multiple of micro_batch_size * dp (Megatron M11)",
@@ -166,61 +277,55 @@ def resolve(cluster, model, layout, training) -> Ctx:
     else:
         m = lay.num_microbatches
 
-    pc = _count(model)
-    h, a = model.hidden, model.heads
-    kv = model.kv_heads or a
-    hd = model.head_dim or h // a
-    if model.mla is not None:
-        mla = model.mla
-        qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim
-        wq = wk = a * qk
-        wv = wo = a * mla.v_head_dim
-        latent = (mla.q_lora_rank or 0) + mla.kv_lora_rank + mla.qk_rope_head_dim
-        kv_div = tp
-        kv_params = 0
-    else:
-        wq = wo = a * hd
-        wk = wv = kv * hd
-        latent = 0
-        kv_div = min(tp, kv)
-        kv_params = 2 * h * kv * hd
+    kv_div = tp if mla else min(tp, fields["kv"])
     framework = lay.framework
     megatron = framework in MEGATRON_FRAMEWORKS
-    vocab = model.vocab
+    vocab = fields["vocab"]
     if megatron:  # M22: pad to a multiple of make_vocab_size_divisible_by (128) * TP
         mult = 128 * tp
         vpad = -(-vocab // mult) * mult
     else:
         vpad = vocab
-    g = cluster.gpu
-    peak = g.peak_flops
-    return Ctx(
-        world=world, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, etp=etp, edp=world // (etp * ep * pp),
-        vpp=lay.vpp, overlap_p2p=megatron and lay.vpp > 1 and lay.overlap_p2p_comm,
-        m=m, b=b, gbs=gbs, dense_shard=dp * cp,
-        framework=framework, megatron=megatron, deepspeed=framework in DEEPSPEED_FRAMEWORKS,
-        zero=lay.zero_stage, sp=lay.sp and tp > 1, recompute=lay.recompute, offload=lay.offload,
-        offload_device=lay.offload_device, precision=training.precision, flash=training.flash_attention,
-        seq=training.seq_len, s_loc=training.seq_len / cp,
-        L=model.layers, h=h, a=a, kv=kv, wq=wq, wk=wk, wv=wv, wo=wo, latent=latent, kv_div=kv_div,
-        f=model.ffn_hidden, f_moe=model.moe_ffn_hidden or model.ffn_hidden,
-        gated=model.activation == "swiglu", experts=model.experts, topk=model.experts_per_token,
-        shared=model.shared_experts, dense_first=model.dense_layers if model.experts > 1 else model.layers,
-        moe_freq=model.moe_layer_freq, vocab=vocab, vpad=vpad, tied=model.tied_embeddings,
-        gpt_style=model.bias or model.position_embedding == "learned", pc=pc,
-        kv_params=kv_params, pos_params=pc.embedding - vocab * h,
-        capacity=g.memory, peak=peak, peak_fp8=g.peak_flops_fp8 or peak, hbm=hbm_bandwidth(g),
-        nvlink_bw=cluster.intra_node_bandwidth / 2.0, net_bw=cluster.inter_node_bandwidth,
-        domain=cluster.nvlink_domain, gpus_per_node=cluster.gpus_per_node,
-        # A job smaller than one server has that server's whole host memory.
-        host_per_gpu=cluster.host_memory_per_node / min(cluster.gpus, cluster.gpus_per_node),
-        stages=stage_layers(model.layers, pp),
-    )
+    stages, split, cand = _split(fields, splits, pp)
+    d = fields.copy()  # already holds every per-layout key (as None), so no resize below
+    d["tp"] = tp
+    d["pp"] = pp
+    d["dp"] = dp
+    d["cp"] = cp
+    d["ep"] = ep
+    d["etp"] = etp
+    d["edp"] = world // (etp * ep * pp)
+    d["vpp"] = lay.vpp
+    d["overlap_p2p"] = megatron and lay.vpp > 1 and lay.overlap_p2p_comm
+    d["m"] = m
+    d["b"] = b
+    d["dense_shard"] = dp * cp
+    d["framework"] = framework
+    d["megatron"] = megatron
+    d["deepspeed"] = framework in DEEPSPEED_FRAMEWORKS
+    d["zero"] = lay.zero_stage
+    d["sp"] = lay.sp and tp > 1
+    d["recompute"] = lay.recompute
+    d["offload"] = lay.offload
+    d["offload_device"] = lay.offload_device
+    d["s_loc"] = fields["seq"] / cp
+    d["kv_div"] = kv_div
+    d["vpad"] = vpad
+    d["stages"] = stages
+    d["split"] = split
+    d["candidates"] = cand
+    c = _new(Ctx)
+    c.__dict__ = d
+    return c
 
 
 def moe_layers_before(c: Ctx, n: int) -> int:
     """MoE layers among the first n layers: layers dense_first, dense_first + freq, ... are MoE
     (the same rule as architecture.count_parameters)."""
-    if c.experts <= 1 or n <= c.dense_first:
+    return _moe_layers_before(n, c.experts, c.dense_first, c.moe_freq)
+
+
+def _moe_layers_before(n: int, experts: int, dense_first: int, freq: int) -> int:
+    if experts <= 1 or n <= dense_first:
         return 0
-    return -(-(n - c.dense_first) // c.moe_freq)
+    return -(-(n - dense_first) // freq)

@@ -32,9 +32,10 @@ Sources, by term:
 
 from __future__ import annotations
 
-from .context import Ctx, moe_layers_before
+from .context import Ctx
 
 __all__ = [
+    "detail_dict",
     "model_state_bytes_per_param",
     "per_layer_activations",
     "moe_mlp_activations",
@@ -181,27 +182,93 @@ def chunks_in_flight(c: Ctx, k: int) -> int:
 
 # --------------------------------------------------------------------------- one stage
 
-def stage_memory(c: Ctx, A, k: int):
-    """Memory terms (bytes) of pipeline stage k's rank: returns (weights, grads, optimizer,
-    activations, buffers, offloaded_host, offloaded_nvme, detail)."""
+def _call_invariants(c: Ctx, A) -> tuple:
+    """The parts of stage_memory that are the same on every stage of one (layout, assumptions),
+    computed once per call and shared by the candidate stages (memory_terms). Each is the exact
+    expression stage_memory used to evaluate per stage, so the results do not change by a bit."""
     pc = c.pc
-    tp, p = c.tp, c.pp
-    n_layers = c.stages[k]
-    lo = sum(c.stages[:k])
-    n_moe = moe_layers_before(c, lo + n_layers) - moe_layers_before(c, lo)
-    n_dense = n_layers - n_moe
-    first, last = k == 0, k == p - 1
-
-    # ---- parameters on this rank (TP-sharded weights, replicated norms; experts over etp*ep)
+    tp = c.tp
+    # ---- one layer's parameters on this rank (TP-sharded weights, replicated norms; experts over etp*ep)
     kv_extra = c.kv_params * (1.0 / c.kv_div - 1.0 / tp) if c.kv_div < tp else 0.0
     attn = pc.attention / tp + kv_extra
     dense_layer = attn + pc.dense_mlp / tp + pc.norms
     routed = c.experts * pc.expert if c.experts > 1 else 0
-    moe_other = attn + (pc.moe_mlp - routed - c.h * c.experts) / tp + c.h * c.experts + pc.norms if n_moe else 0.0
+    moe_other = attn + (pc.moe_mlp - routed - c.h * c.experts) / tp + c.h * c.experts + pc.norms
+    word = c.vpad * c.h / tp
+    # ---- bytes per parameter: replicated + sharded over the dense (dp*cp) or expert-DP group
+    (w_r, w_s), (g_r, g_s), (o_r, o_s) = model_state_bytes_per_param(
+        c.framework, c.precision, c.zero, A.deepspeed_fp32_grad_partition, A.megatron_main_grad_bytes,
+        A.fsdp_state_bytes)
+    nd, ne = c.dense_shard, c.edp
+    per_param = (w_r + w_s / nd, w_r + w_s / ne, g_r + g_s / nd, g_r + g_s / ne, o_r + o_s / nd, o_r + o_s / ne,
+                 w_s, g_s, nd, ne)
+    # ---- activations of one layer (per micro-batch), and the stage-independent activation terms
+    rec = c.recompute
+    per_dense = _acts(c, A, rec, False)
+    per_moe = _acts(c, A, rec, True) if c.experts > 1 else 0.0
+    div = tp if c.sp else 1
+    s_b = c.s_loc * c.b
+    mask = 1.0 if dropout_masks(c, A) else 0.0
+    # final-norm input + output-layer input + logits kept for the loss, one micro-batch (last stage)
+    lb = A.logits_bytes_megatron if c.megatron else A.logits_bytes_other
+    act_out = 4.0 * s_b * c.h / div + lb * s_b * c.vpad / tp
+    act_work_dense = act_work_moe = 0.0
+    if rec == "full":  # the layer being recomputed holds its full activations during its backward
+        act_work_dense = _acts(c, A, "none", False)
+        act_work_moe = _acts(c, A, "none", True) if c.experts > 1 else 0.0
+    # ---- stage-independent buffers
+    zero3_live = pp_buf = tpo = 0.0
+    if c.zero >= 3 and c.deepspeed:
+        # DeepSpeed estimator: 4 * largest layer (gathered 16-bit params + grads of the biggest
+        # module). "Layer" is a leaf module (stage3.py counts m.parameters(recurse=False)).
+        largest = max(c.vpad * c.h, pc.output, c.h * max(c.wq, c.f), c.h * c.f_moe if c.experts > 1 else 0)
+        zero3_live = 4.0 * largest / tp
+    if c.pp > 1:  # send/recv buffers for activations and their gradients
+        pp_buf = 2 * 2.0 * 2.0 * s_b * c.h / (tp if tp > 1 else 1)
+    if A.tp_comm_overlap and c.sp:
+        tpo = 2 * 2.0 * s_b * c.h  # userbuffers hold the full-sequence AG/RS tensors
+    return (dense_layer, routed, moe_other, word, per_param, per_dense, per_moe, div, s_b, mask, act_out,
+            act_work_dense, act_work_moe, zero3_live, pp_buf, tpo)
+
+
+def _acts(c: Ctx, A, recompute: str, moe: bool) -> float:
+    """_layer_acts(c, A, recompute, moe), kept across calls in c.memo: within one recommendation the
+    planner's layouts share a few (cp, micro-batch, tp, sp, etp, recompute) combinations, which are
+    all that _layer_acts reads from the layout. The entry holds A itself, so A's id stays unique
+    while the entry lives."""
+    shared = c.memo
+    key = ("acts", id(A), c.cp, c.b, c.tp, c.sp, c.etp, recompute, moe)
+    hit = shared.get(key)
+    if hit is not None and hit[0] is A:
+        return hit[1]
+    v = _layer_acts(c, A, recompute, moe)
+    if len(shared) >= _MEMO_MAX:
+        shared.clear()
+    shared[key] = (A, v)
+    return v
+
+
+_MEMO_MAX = 512
+
+
+def stage_memory(c: Ctx, A, k: int, inv: tuple | None = None):
+    """Memory terms (bytes) of pipeline stage k's rank: returns (weights, grads, optimizer,
+    activations, buffers, offloaded_host, offloaded_nvme, detail values (detail_dict names them)).
+    The stage-independent terms come from `inv` = _call_invariants(c, A), computed once when the
+    caller evaluates several stages."""
+    (dense_layer, routed, moe_other, word, per_param, per_dense, per_moe, div, s_b, mask, act_out,
+     act_work_dense, act_work_moe, zero3_live, pp_buf, tpo) = inv or _call_invariants(c, A)
+    pc = c.pc
+    p = c.pp
+    n_layers, n_dense, n_moe = c.split[k]   # layers, dense and MoE layers of stage k (context._split)
+    first, last = k == 0, k == p - 1
+
+    # ---- parameters on this rank (TP-sharded weights, replicated norms; experts over etp*ep)
+    if not n_moe:
+        moe_other = 0.0
     dense = n_dense * dense_layer + n_moe * moe_other
     expert = n_moe * routed / (c.ep * c.etp)
     linear = n_dense * (dense_layer - pc.norms) + n_moe * (moe_other - pc.norms - c.h * c.experts) + expert
-    word = c.vpad * c.h / tp
     if first:
         dense += word + c.pos_params
     if last:
@@ -211,14 +278,11 @@ def stage_memory(c: Ctx, A, k: int):
             dense += word  # tied embeddings: the last stage keeps its own copy (Megatron embedding group)
         dense += pc.final_norm
 
-    (w_r, w_s), (g_r, g_s), (o_r, o_s) = model_state_bytes_per_param(
-        c.framework, c.precision, c.zero, A.deepspeed_fp32_grad_partition, A.megatron_main_grad_bytes,
-        A.fsdp_state_bytes)
-    nd, ne = c.dense_shard, c.edp
-    w_dense = dense * (w_r + w_s / nd)
-    w_exp = expert * (w_r + w_s / ne)
-    g_bytes = dense * (g_r + g_s / nd) + expert * (g_r + g_s / ne)
-    o_bytes = dense * (o_r + o_s / nd) + expert * (o_r + o_s / ne)
+    w_d, w_e, g_d, g_e, o_d, o_e, w_s, g_s, nd, ne = per_param   # bytes/param of dense and expert params
+    w_dense = dense * w_d
+    w_exp = expert * w_e
+    g_bytes = dense * g_d + expert * g_e
+    o_bytes = dense * o_d + expert * o_e
     fp8_copy = linear * A.fp8_weight_copy_bytes if c.precision == "fp8" else 0.0
     weights = w_dense + w_exp + fp8_copy
 
@@ -240,36 +304,25 @@ def stage_memory(c: Ctx, A, k: int):
     host_b, nvme_b = (host, 0.0) if c.offload_device == "cpu" else (0.0, host)
 
     # ---- activations
-    rec = c.recompute
-    per_dense = _layer_acts(c, A, rec, False) if n_dense else 0.0
-    per_moe = _layer_acts(c, A, rec, True) if n_moe else 0.0
+    if not n_dense:
+        per_dense = act_work_dense = 0.0
+    if not n_moe:
+        per_moe = act_work_moe = 0.0
     inflight = chunks_in_flight(c, k)
     v = c.vpp
     act_layers = (n_dense * per_dense + n_moe * per_moe) / v * inflight
-    div = tp if c.sp else 1
-    s_b = c.s_loc * c.b
-    mask = 1.0 if dropout_masks(c, A) else 0.0
     act_emb = 0.0
     if first:  # token/position ids (8sb) + embedding dropout mask (sbh), per in-flight micro-batch
         act_emb = (8.0 * s_b + mask * s_b * c.h / div) * max(1, inflight // v)
-    act_out = 0.0
-    if last:  # final-norm input + output-layer input + logits kept for the loss, one micro-batch
-        lb = A.logits_bytes_megatron if c.megatron else A.logits_bytes_other
-        act_out = 4.0 * s_b * c.h / div + lb * s_b * c.vpad / tp
-    act_work = 0.0
-    if rec == "full":  # the layer being recomputed holds its full activations during its backward
-        act_work = max(_layer_acts(c, A, "none", False) if n_dense else 0.0,
-                       _layer_acts(c, A, "none", True) if n_moe else 0.0)
+    if not last:
+        act_out = 0.0  # the logits term (see _call_invariants) is the last stage's
+    # the working layer of full recompute (0 otherwise): the larger of a dense and an MoE layer here
+    act_work = max(act_work_dense, act_work_moe)
     activations = act_layers + act_emb + act_out + act_work
 
     # ---- buffers
-    zero3_live = fsdp = bucket = pp_buf = tpo = 0.0
-    if c.zero >= 3 and c.deepspeed:
-        # DeepSpeed estimator: 4 * largest layer (gathered 16-bit params + grads of the biggest
-        # module). "Layer" is a leaf module (stage3.py counts m.parameters(recurse=False)).
-        largest = max(c.vpad * c.h, pc.output, c.h * max(c.wq, c.f), c.h * c.f_moe if c.experts > 1 else 0)
-        zero3_live = 4.0 * largest / tp
-    elif c.zero >= 2 and not c.deepspeed:
+    fsdp = bucket = 0.0
+    if c.zero >= 2 and not c.deepspeed:
         # FSDP (Megatron-FSDP, torchtitan): all-gathered 16-bit params of the current and prefetched
         # layer plus one layer's unsharded fp32 gradient before reduce-scatter.
         per_layer = max(dense_layer if n_dense else 0.0, moe_other + routed / (c.ep * c.etp) if n_moe else 0.0)
@@ -278,21 +331,31 @@ def stage_memory(c: Ctx, A, k: int):
             fsdp += 2 * (dense + expert)
     if c.deepspeed and c.zero in (1, 2):
         bucket = 2.0 * min(A.deepspeed_bucket_elements, dense + expert)
-    if p > 1:  # send/recv buffers for activations and their gradients
-        pp_buf = 2 * 2.0 * 2.0 * s_b * c.h / (tp if tp > 1 else 1)
-    if A.tp_comm_overlap and c.sp:
-        tpo = 2 * 2.0 * s_b * c.h  # userbuffers hold the full-sequence AG/RS tensors
     buffers = zero3_live + fsdp + bucket + pp_buf + tpo
 
-    detail = {
+    detail = (w_dense, w_exp, fp8_copy, act_layers, act_emb, act_out, act_work, zero3_live, fsdp, bucket, pp_buf,
+              tpo, dense, expert, n_layers, inflight)   # named in detail_dict
+    return weights, g_bytes, o_bytes, activations, buffers, host_b, nvme_b, detail
+
+
+def detail_dict(detail: tuple, cuda_context: int, nccl: float, frag: float) -> dict[str, int]:
+    """MemoryEstimate.detail: stage_memory's detail values in whole bytes (or counts), then the
+    reserve's terms. Built only for the reported stage."""
+    (w_dense, w_exp, fp8_copy, act_layers, act_emb, act_out, act_work, zero3_live, fsdp, bucket, pp_buf, tpo,
+     dense, expert, n_layers, inflight) = detail
+    return {
         "weights_dense": int(w_dense), "weights_expert": int(w_exp), "fp8_weight_copies": int(fp8_copy),
         "act_layers": int(act_layers), "act_embedding": int(act_emb), "act_logits": int(act_out),
         "act_recompute_working": int(act_work), "zero3_live_params": int(zero3_live), "fsdp_gather": int(fsdp),
         "deepspeed_reduce_bucket": int(bucket), "pp_buffers": int(pp_buf), "tp_overlap_buffers": int(tpo),
         "params_dense": int(dense), "params_expert": int(expert), "layers": n_layers,
-        "chunks_in_flight": inflight,
+        "chunks_in_flight": inflight, "cuda_context": cuda_context, "nccl": int(nccl), "fragmentation": int(frag),
     }
-    return weights, g_bytes, o_bytes, activations, buffers, host_b, nvme_b, detail
+
+
+def stage_params(detail: tuple) -> tuple[int, int]:
+    """(dense, expert) parameters on one rank of the stage, from stage_memory's detail values."""
+    return int(detail[12]), int(detail[13])
 
 
 def nccl_groups(c: Ctx) -> int:
@@ -304,35 +367,25 @@ def nccl_groups(c: Ctx) -> int:
 
 
 def candidate_stages(c: Ctx) -> list[int]:
-    """First, last and the heaviest middle stage: the only candidates for the most-loaded rank."""
-    p = c.pp
-    if p == 1:
-        return [0]
-    out = [0, p - 1]
-    if p > 2:
-        mid = max(range(1, p - 1), key=lambda i: c.stages[i])
-        # a dense middle stage with no more layers than the first holds fewer in-flight micro-batches
-        # and no embedding, so it can only be the most-loaded one when it has more (or MoE) layers
-        if c.stages[mid] > c.stages[0] or c.experts > 1:
-            out.append(mid)
-    return out
+    """First, last and the heaviest middle stage: the only candidates for the most-loaded rank
+    (computed once per pipeline degree in context._split, where the rule is written out)."""
+    return list(c.candidates)
 
 
 def memory_terms(c: Ctx, A):
     """Most-loaded rank: (stage, weights, grads, optimizer, activations, buffers, reserve, total,
-    host, nvme, detail), and {stage: detail} of every candidate stage."""
+    host, nvme, detail values, nccl, fragmentation) (detail_dict names the last three), and
+    {stage: detail values} of every candidate stage."""
     best = None
     details = {}
     nccl = A.nccl_bytes_per_group * nccl_groups(c)
-    for k in candidate_stages(c):
-        w, g, o, act, buf, host, nvme, det = stage_memory(c, A, k)
+    inv = _call_invariants(c, A)
+    for k in c.candidates:
+        w, g, o, act, buf, host, nvme, det = stage_memory(c, A, k, inv)
         details[k] = det
         frag = A.fragmentation_fraction * (act + buf)
         reserve = A.cuda_context_bytes + nccl + frag
         total = w + g + o + act + buf + reserve
         if best is None or total > best[7]:
-            det["cuda_context"] = A.cuda_context_bytes
-            det["nccl"] = int(nccl)
-            det["fragmentation"] = int(frag)
-            best = (k, w, g, o, act, buf, reserve, total, host, nvme, det)
+            best = (k, w, g, o, act, buf, reserve, total, host, nvme, det, nccl, frag)
     return best, details

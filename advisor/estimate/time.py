@@ -172,10 +172,7 @@ def _overlapped_tail(comm: float, window: float, v: int, p: int) -> float:
 
 def stage_times(c: Ctx, A, k: int, dense_params: float, expert_params: float):
     """All time terms of stage k; per-micro-batch terms are per micro-batch."""
-    n_layers = c.stages[k]
-    lo = sum(c.stages[:k])
-    n_moe = moe_layers_before(c, lo + n_layers) - moe_layers_before(c, lo)
-    n_dense = n_layers - n_moe
+    n_layers, n_dense, n_moe = c.split[k]   # layers, dense and MoE layers of stage k (context._split)
     first, last = k == 0, k == c.pp - 1
     comp, flops, attn_t = _stage_compute(c, A, n_dense, n_moe, last)
     # async TP backward collectives hide behind the weight-gradient GEMMs: backward is 2x forward and
@@ -216,12 +213,20 @@ def optimizer_time(c: Ctx, A, dense: float, expert: float) -> float:
 def time_terms(c: Ctx, A, stage_params: dict):
     """Returns a dict with every time output. `stage_params`: stage -> (dense, expert) params."""
     p, v, m = c.pp, c.vpp, c.m
-    stages = {k: stage_times(c, A, k, *stage_params[k]) for k in stage_params}
-    slow = max(stages, key=lambda k: stages[k]["t_mb"])
-    S = stages[slow]
+    stages = {}
+    slow = S = dp_once_exposed = opt = None
+    for k, (dense, expert) in stage_params.items():
+        st = stages[k] = stage_times(c, A, k, dense, expert)
+        # the slowest stage sets the pace (the first of equals); DP and optimizer: the longest
+        if S is None or st["t_mb"] > S["t_mb"]:
+            slow, S = k, st
+        dp_exp = st["dp_once"][2]
+        if dp_once_exposed is None or dp_exp > dp_once_exposed:
+            dp_once_exposed = dp_exp
+        o = optimizer_time(c, A, dense, expert)
+        if opt is None or o > opt:
+            opt = o
     t_mb = S["t_mb"]
-    dp_once_exposed = max(st["dp_once"][2] for st in stages.values())
-    opt = max(optimizer_time(c, A, *st["params"]) for st in stages.values())
     compute_time = m * S["comp"]
     # the fill and drain of the pipeline have no compute to hide the send/recv behind, so the
     # bubble's micro-batch time carries the full p2p time even where the steady state overlaps it
