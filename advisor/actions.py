@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .layout import Framework
 
-__all__ = ["Action", "ACTION_MODELS", "Decisions", "Finding", "Strategy", "Dimension", "Feature"]
+__all__ = ["Action", "Decisions", "Finding", "Strategy", "Dimension", "Feature"]
 
 Strategy = Literal["zero-dp", "model-parallel"]
 Dimension = Literal["tp", "pp", "cp", "ep", "dp"]
@@ -81,8 +81,6 @@ Action = Annotated[
     Union[UseFramework, AllowZero, UseStrategy, Limit, Enable, Checklist, Finding, Note],
     Field(discriminator="action"),
 ]
-ACTION_MODELS = {m.model_fields["action"].annotation.__args__[0]: m
-                 for m in (UseFramework, AllowZero, UseStrategy, Limit, Enable, Checklist, Finding, Note)}
 
 
 @dataclass

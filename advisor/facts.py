@@ -13,19 +13,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from .architecture import count_parameters
+from .estimate.memory import model_state_bytes_per_param
 from .specs import Cluster, Model, Training
 
 __all__ = ["FactSpec", "CATALOGUE", "LAYOUT_GROUPS", "build_facts", "build_layout_facts", "resolve_training",
-           "STATE_BYTES_PER_PARAM"]
+           "state_bytes_per_param"]
 
 GIB = 2**30
 
-# Bytes per parameter of model states under mixed-precision Adam with no sharding: 2 (16-bit
-# weights) + 4 (fp32 main gradients) + 4 (fp32 master weights) + 8 (Adam m, v) = 18.
-# Sources: Megatron-LM megatron/training/theoretical_memory_usage.py (18 without the distributed
-# optimizer); DeepSpeed estimate_zero2_model_states_mem_needs (2 + 18/N at N = 1).
-# FP8 training keeps the same master/optimizer states (Transformer Engine keeps bf16/fp32 copies).
-STATE_BYTES_PER_PARAM = 18
+def state_bytes_per_param(precision: str) -> float:
+    """Model-state bytes per parameter with no sharding (Megatron-LM, mixed-precision Adam): 18 for
+    bf16/fp8, 20 for fp16. One source for the number: the cost model's per-stage table
+    (advisor.estimate.memory.model_state_bytes_per_param, which cites Megatron-LM's
+    theoretical_memory_usage.py and DeepSpeed's estimators)."""
+    return sum(sum(part) for part in model_state_bytes_per_param("megatron", precision, 0))
 
 # Default tokens per global batch when the caller gives none: 4M tokens, as Llama 2 pretraining
 # (Touvron et al. 2023, §2.2 "global batch-size of 4M tokens") and close to GPT-3 175B's 3.2M.
@@ -180,8 +181,9 @@ def build_facts(cluster: Cluster, model: Model, training: Training) -> dict[str,
     gpu = cluster.gpu
     gpu_bytes = gpu.memory
     node_gpus = min(cluster.gpus, cluster.gpus_per_node)
-    states = model.params * STATE_BYTES_PER_PARAM
-    layer_states = counts.largest_layer * STATE_BYTES_PER_PARAM
+    per_param = state_bytes_per_param(training.precision)
+    states = model.params * per_param
+    layer_states = counts.largest_layer * per_param
     return {
         "cluster": {
             "gpus": cluster.gpus,

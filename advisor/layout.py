@@ -82,8 +82,9 @@ class Layout(BaseModel):
         if self.dp is None:
             if world % mp:
                 raise InputError(
-                    "Layout.dp", None, f"a world size divisible by tp*pp*cp",
-                    f"world({world}) % (tp({self.tp}) * pp({self.pp}) * cp({self.cp}) = {mp}) = {world % mp}",
+                    "Layout.dp", f"omitted, so world({world}) / (tp({self.tp}) * pp({self.pp}) * cp({self.cp}) = {mp})",
+                    "tp*pp*cp dividing the world size, so that dp is a whole number",
+                    f"world({world}) % {mp} = {world % mp}",
                 )
             return self.model_copy(update={"dp": world // mp})
         return self

@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .actions import Action, Finding, Limit
 from .errors import EngineError, RuleFileError
@@ -359,5 +359,3 @@ def load_rulebook(extra: tuple[str | Path, ...] = (), *, root: Path | None = Non
 def builtin_rulebook() -> RuleBook:
     return load_rulebook()
 
-
-ACTION_ADAPTER = TypeAdapter(Action)
