@@ -19,6 +19,11 @@ Mapping rules (each one cited where it is a fact, stated where it is a choice):
   norm, biases, tied embeddings, position embedding, vocabulary, MoE/MLA details. ffn_hidden null ->
   4*hidden for GPT-style GeLU models (GPT-2/3, BLOOM, OPT, GPT-NeoX, BloombergGPT papers).
 - Layout/training nulls -> the framework's defaults for that kind of run: see `_FRAMEWORK_DEFAULTS`.
+- Options a record states beyond the Layout fields become `rec.assumptions`: selective recompute
+  modules ("selective: mla_up_proj, layernorm" -> Assumptions.recompute_modules). Framework defaults
+  of the run's kind too: NeMo 24.07 bf16 gradient buffers; its Llama SFT config's bf16 optimizer
+  states (Assumptions.megatron_optimizer_bytes = 4). Uneven first/last pipeline stages are not
+  reproduced (the stage split is the cost model's, advisor/estimate/context.py `stage_layers`).
 """
 
 from __future__ import annotations
@@ -258,6 +263,20 @@ def _recompute(v) -> str | None:
     return "none"
 
 
+# Megatron-Core `recompute_modules` (megatron/core/transformer/transformer_config.py).
+_RECOMPUTE_MODULES = ("core_attn", "layernorm", "mla_up_proj", "mlp", "moe", "moe_act", "shared_experts")
+
+
+def _recompute_modules(v) -> tuple[str, ...] | None:
+    """The Megatron-Core recompute_modules a record names for its selective recompute
+    ("selective: mla_up_proj, layernorm"), or None when it names none (plain "selective" is
+    Megatron-Core's default, ["core_attn"])."""
+    if not isinstance(v, str) or not v.lower().startswith("selective"):
+        return None
+    names = tuple(w for w in re.findall(r"[a-z_]+", v.lower()[len("selective"):]) if w in _RECOMPUTE_MODULES)
+    return tuple(dict.fromkeys(names)) or None
+
+
 def _offload(v) -> str | None:
     if v is None:
         return None
@@ -337,6 +356,9 @@ def _build(r: dict) -> PublishedRecord:
     if rc is None:
         rc = D["recompute"]
         A.append(f"recompute={rc} ({kind} default)")
+    modules = _recompute_modules(L.get("recompute"))
+    if modules:  # stated by the record, e.g. a NeMo 2 recipe's model.config.recompute_modules
+        rec.assumptions["recompute_modules"] = modules
     off = _offload(L.get("offload")) or "none"
     fw = (t.get("framework") or "").lower()
     if "nemo 24.07" in fw:
@@ -344,6 +366,15 @@ def _build(r: dict) -> PublishedRecord:
         # NeMo docs features/mixed_precision.rst; NeMo-Framework-Launcher H100 example scripts)
         rec.assumptions["megatron_main_grad_bytes"] = 2.0
         A.append("bf16 gradient buffers (NeMo 1.x distributed fused Adam)")
+        if (t.get("task") or "").lower() == "finetune" and (model.name or "").lower().startswith("llama"):
+            # NeMo 24.07 full-parameter SFT: NeMo-Framework-Launcher conf/peft/llama/sft.yaml (used by
+            # the H100 example examples/peft/llama/h100/70b_2node.sh: 16 GPUs, GBS 32, MBS 1, TP4 PP4,
+            # packed 4096, fp8) sets optim distributed_fused_adam with dtype bf16 and grad_sync_dtype
+            # bf16; with a bf16 megatron_amp_O2 model the optimizer dtype equals the model's, so
+            # megatron_base_model.py `setup_optimization` sets store_params=False: bf16 Adam m, v only.
+            rec.assumptions["megatron_optimizer_bytes"] = 4.0
+            A.append("optimizer states bf16 m, v = 4 B/param (NeMo 1.x SFT config: distributed_fused_adam, "
+                     "optim.dtype bf16)")
     if kind == "fsdp" and "trl" in fw:
         # alignment-handbook recipes load the model with torch_dtype: bfloat16: no fp32 master copy
         rec.assumptions["fsdp_state_bytes"] = (2.0, 2.0, 4.0)

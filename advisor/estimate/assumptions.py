@@ -18,10 +18,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Assumptions", "GiB"]
+__all__ = ["Assumptions", "GiB", "RecomputeModule"]
 
 GiB = 1 << 30
 MiB = 1 << 20
+
+RecomputeModule = Literal["core_attn", "layernorm", "mla_up_proj", "mlp", "moe", "moe_act", "shared_experts"]
+"""Megatron-Core `recompute_modules` names (megatron/core/transformer/transformer_config.py)."""
 
 
 class Assumptions(BaseModel):
@@ -123,6 +126,20 @@ class Assumptions(BaseModel):
     NeMo 2 recipes set `grad_reduce_in_fp32=True`). NeMo 1.x with megatron_amp_O2 and distributed
     fused Adam keeps bf16 gradients (`optim.grad_sync_dtype=bf16`, NeMo docs mixed_precision.rst): 2."""
 
+    megatron_optimizer_bytes: float = Field(12.0, gt=0)
+    """Bytes per parameter of Megatron's optimizer states in bf16/fp8 training, sharded over the
+    data-parallel group by the distributed optimizer (fp16 keeps its own 16). 12 = fp32 master
+    weights + fp32 Adam m and v: Megatron-Core's DistributedOptimizer (Megatron-LM docs
+    dist_optimizer.md), also under NeMo 1.x `optim.name: mcore_distributed_optim`, which ignores
+    `optim.dtype` (nemo/core/classes/modelPT.py `setup_megatron_optimization` builds its
+    OptimizerConfig without it). NeMo 1.x `optim.name: distributed_fused_adam` (Apex
+    DistributedFusedAdam, nemo/core/optim/distributed_adam.py) keeps less for a bf16 megatron_amp_O2
+    model (nemo/collections/nlp/models/language_modeling/megatron_base_model.py `setup_optimization`):
+    with `optim.dtype: bf16` the optimizer dtype equals the model's, so `store_params=False` and only
+    bf16 m and v remain, 4 (NeMo-Framework-Launcher conf/peft/llama/sft.yaml, the SFT default); with
+    the default fp32 optimizer dtype `store_param_remainders=True` keeps the 16 low bits of each fp32
+    master weight (the bf16 weight is its high half) plus fp32 m and v, 10."""
+
     fsdp_state_bytes: tuple[float, float, float] = (4.0, 4.0, 8.0)
     """(params, grads, optimizer) bytes per parameter for framework "torchtitan" (PyTorch FSDP):
     torchtitan keeps fp32 sharded params and reduces grads in fp32 (MixedPrecisionPolicy(
@@ -136,6 +153,17 @@ class Assumptions(BaseModel):
     embeddings; GPT-2/3, BLOOM, OPT train with dropout 0.1), not for Llama-style models, which train
     with dropout 0 (Llama papers; NeMo/HF configs), where PyTorch's dropout with p=0 returns its input
     and keeps no mask."""
+
+    recompute_modules: tuple[RecomputeModule, ...] = ("core_attn",)
+    """What Layout.recompute == "selective" recomputes, as Megatron-Core's `recompute_modules`
+    (megatron/core/transformer/transformer_config.py; default ["core_attn"], the attention core of
+    Korthikanti et al. 2022's selective recompute). "layernorm" discards the output of a separate
+    LayerNorm module (MLA's input norm, a MoE layer's pre-MLP norm; Transformer Engine fuses the others
+    into the next linear, gpt_layer_specs.py), "mla_up_proj" the up-projected MLA queries/keys/values,
+    "moe_act" the routed experts' activation output, "mlp" / "moe" / "shared_experts" keep only the
+    module's input (memory.per_layer_activations, moe_mlp_activations). Megatron-LM:
+    --recompute-granularity selective --recompute-modules ...; NeMo 2: model.config.recompute_modules.
+    Only the memory model reads it: the time model prices "selective" as the attention-core recompute."""
 
     fp8_activation_bytes: float = Field(1.0, gt=0)
     """Bytes per saved element of linear-layer inputs (QKV, out-proj, FC1, FC2) when precision is fp8:

@@ -13,12 +13,17 @@ Sources, by term:
   * Megatron-LM distributed optimizer (docs/user-guide/features/dist_optimizer.md): bf16 params with
     fp32 main grads 18 B/param plain, 6 + 12/d distributed; fp16/fp16 20 plain, 4 + 16/d
     (research/anchors-selection.md §2). d is the data-parallel-with-context-parallel group.
+  * NeMo 1.x Apex distributed Adam (nemo/core/optim/distributed_adam.py; megatron_base_model.py
+    `setup_optimization`): no separate fp32 master when the optimizer dtype equals the bf16 model's,
+    param remainders otherwise: Assumptions.megatron_optimizer_bytes (4 or 10 instead of 12).
   * Megatron theoretical_memory_usage.py `compute_weight_and_optimizer_memory`: most-loaded shard is
     the first pipeline stage with the embedding; TP-sharded block weights + replicated norms; experts
     over etp*ep with optimizer over expert-DP = world/(etp*ep*pp) (anchors-selection.md §2.1).
 - Activations: Korthikanti et al. 2022 (arXiv:2205.05198) §4.1 per-tensor list (attention
   11sbh + 5as^2b, MLP 19sbh, LayerNorms 4sbh) generalised to GQA/MLA widths, SwiGLU, FlashAttention
-  and FP8 inputs; Table 2 for TP/SP/selective/full; §4.2.3 pipeline in-flight factor (first stage
+  and FP8 inputs; Table 2 for TP/SP/selective/full (selective generalised to Megatron-Core's
+  `recompute_modules`, transformer_config.py: core_attn, layernorm, mla_up_proj, mlp, moe, moe_act,
+  shared_experts; Assumptions.recompute_modules); §4.2.3 pipeline in-flight factor (first stage
   holds p micro-batches of L/p layers) and the interleaved factor 1 + (p-1)/(p*v); Megatron
   theoretical_memory_usage.py `compute_activation_memory` for the embedding (8sbp + sbhp) and the
   output-layer/loss term (4sbh(1 + V/h)/t).
@@ -47,13 +52,15 @@ __all__ = [
 # --------------------------------------------------------------------------- model states
 
 def model_state_bytes_per_param(framework: str, precision: str, zero: int, fp32_grad_partition: bool = True,
-                                main_grad_bytes: float = 4.0, fsdp_bytes=(4.0, 4.0, 8.0)):
+                                main_grad_bytes: float = 4.0, fsdp_bytes=(4.0, 4.0, 8.0),
+                                optimizer_bytes: float = 12.0):
     """Bytes per parameter as ((w_rep, w_shard), (g_rep, g_shard), (o_rep, o_shard)): the replicated
     part stays whole on every rank, the sharded part is divided by the data-parallel group size.
 
     megatron (zero 1 = distributed optimizer; 2/3 = Megatron-FSDP optim_grads / optim_grads_params):
         bf16/fp8: params 2, fp32 main grads 4 (`main_grad_bytes`), optimizer 12 (fp32 master + Adam
-                  m, v) -> 18 or 6 + 12/d
+                  m, v) -> 18 or 6 + 12/d; `optimizer_bytes` replaces the 12 for optimizers that keep
+                  less (Assumptions.megatron_optimizer_bytes: NeMo 1.x Apex distributed Adam, 10 or 4)
         fp16:     params 2, fp16 grads 2, optimizer 16 (+ fp32 grad copy) -> 20 or 4 + 16/d
     deepspeed / megatron+deepspeed (ZeRO paper §5.1; DeepSpeed estimators):
         params 2, fp16 grads 2, fp32 grad partition 4 (when `fp32_grad_partition`), optimizer 12;
@@ -63,7 +70,7 @@ def model_state_bytes_per_param(framework: str, precision: str, zero: int, fp32_
     """
     if framework == "megatron":
         g = 2 if precision == "fp16" else main_grad_bytes
-        o = 16 if precision == "fp16" else 12
+        o = 16 if precision == "fp16" else optimizer_bytes
         w_s = 2 if zero >= 3 else 0
         g_s = g if zero >= 2 else 0
         o_s = o if zero >= 1 else 0
@@ -87,7 +94,7 @@ def model_state_bytes_per_param(framework: str, precision: str, zero: int, fp32_
 
 def per_layer_activations(s, b, h, a, *, t=1, sp=False, recompute="none", flash=False, f=None, gated=False,
                           wq=None, wk=None, wv=None, wo=None, kv_div=None, latent=0, dropout_masks=True,
-                          lin_bytes=2.0, s_attn=None, mlp=True):
+                          lin_bytes=2.0, s_attn=None, mlp=True, modules=("core_attn",)):
     """Bytes one transformer layer stores for one micro-batch on one TP rank (Korthikanti §4.1, Table 2).
 
     Per token, in bytes (h hidden, f FFN, widths wq/wk/wv/wo of Q, K, V and the attention output;
@@ -99,7 +106,20 @@ def per_layer_activations(s, b, h, a, *, t=1, sp=False, recompute="none", flash=
         MLP:       LN2 input 2h (rep) + FC1 input lin*h (rep) + FC1 output 2f/t (4f/t for SwiGLU's gate
                    and up) + FC2 input lin*f/t + dropout mask h (rep)
     With MHA, f = 4h, GeLU, no flash, lin = 2 this is Table 2: rep 10h, sharded 24h/t, core 5as/t.
-    recompute "selective" drops the core term; "full" keeps only the layer input 2h (/t under SP).
+    recompute "full" keeps only the layer input 2h (/t under SP). recompute "selective" recomputes the
+    Megatron-Core `recompute_modules` named in `modules` (megatron/core/transformer/transformer_config.py
+    `recompute_modules`, default ["core_attn"], which is Korthikanti's selective recompute):
+        core_attn    drops the core term (the Q, K, V it reads stay stored, as the checkpoint's inputs)
+        layernorm    drops the LayerNorm output another module stores as its input (lin*h): only where
+                     the norm is a separate module. In Megatron-Core's Transformer Engine layer spec
+                     (megatron/core/models/gpt/gpt_layer_specs.py) that is the MLA input norm
+                     (input_layernorm=TENorm) and the MoE pre-MLP norm; the standard attention's and a
+                     dense MLP's norms are fused into the next linear (TELayerNormColumnParallelLinear),
+                     so there is no separate output to discard.
+        mla_up_proj  drops the up-projected per-head Q, K, V of MLA (latent > 0); the latents stay
+        mlp          a dense MLP keeps only its input (2h, the residual its fused norm reads)
+    ("layernorm" and "mla_up_proj" use output-discarding checkpointing, the others normal
+    checkpointing; the one module being recomputed during the backward is not counted.)
     `s_attn` is the key length the scores span (s x CP under context parallelism).
     """
     div = t if sp else 1
@@ -112,22 +132,28 @@ def per_layer_activations(s, b, h, a, *, t=1, sp=False, recompute="none", flash=
     wo = wq if wo is None else wo
     kv_div = t if kv_div is None else kv_div
     s_attn = s if s_attn is None else s_attn
+    sel = frozenset(modules) if recompute == "selective" else frozenset()
     mask = 1.0 if dropout_masks else 0.0
-    rep = 2 * h + lin_bytes * h + 2 * latent + mask * h
-    shd = 2 * wq / t + 2 * (wk + wv) / kv_div + lin_bytes * wo / t
-    if recompute == "none":
+    ln_out = 0.0 if ("layernorm" in sel and latent) else lin_bytes * h
+    rep = 2 * h + ln_out + 2 * latent + mask * h
+    qkv = 0.0 if ("mla_up_proj" in sel and latent) else 2 * wq / t + 2 * (wk + wv) / kv_div
+    shd = qkv + lin_bytes * wo / t
+    if "core_attn" not in sel:
         if flash:
             shd += 4.0 * a / t
         else:
             shd += (2 + 3 * mask) * a * s_attn / t
     if mlp:
-        rep += 2 * h + lin_bytes * h + mask * h
-        shd += (4 if gated else 2) * f / t + lin_bytes * f / t
+        if "mlp" in sel:
+            rep += 2 * h + mask * h
+        else:
+            rep += 2 * h + lin_bytes * h + mask * h
+            shd += (4 if gated else 2) * f / t + lin_bytes * f / t
     return s * b * (rep / div + shd)
 
 
 def moe_mlp_activations(s, b, h, *, t, etp, sp, k, experts, f_moe, shared, gated, dropout_masks=True,
-                        lin_bytes=2.0, imbalance=1.0):
+                        lin_bytes=2.0, imbalance=1.0, modules=()):
     """Bytes the MoE block (replacing the dense MLP) stores per layer per micro-batch on one rank.
 
     Approximation (Megatron-Core alltoall dispatcher, documented here because Megatron's estimator
@@ -137,12 +163,24 @@ def moe_mlp_activations(s, b, h, *, t, etp, sp, k, experts, f_moe, shared, gated
     per rank, and the expert FC1/FC2 activations at width f_moe/etp on the same copies, i.e.
     k*(4|2 + lin)*f_moe/t per token; shared experts like a dense MLP of shared*f_moe; `imbalance`
     scales the routed part for the busiest expert rank.
+    `modules` are the Megatron-Core selective `recompute_modules` in force (transformer_config.py):
+        moe             the MoE layer keeps only its input: the pre-MLP norm's input 2h and output
+                        lin*h (and the dropout mask outside the layer)
+        layernorm       drops the pre-MLP norm's output (lin*h; a separate TENorm in MoE layers)
+        moe_act         drops the routed experts' activation-function output, the FC2 input (lin*f_moe
+                        per routed copy)
+        shared_experts  drops the shared experts' activations
     """
     div = t if sp else 1
     mask = 1.0 if dropout_masks else 0.0
-    rep = 2 * h + lin_bytes * h + 8.0 * experts + mask * h
-    routed = k * imbalance * ((lin_bytes + 2) * h * etp / t + ((4 if gated else 2) + lin_bytes) * f_moe / t)
-    f_sh = shared * f_moe
+    sel = frozenset(modules)
+    ln_out = 0.0 if "layernorm" in sel else lin_bytes * h
+    if "moe" in sel:
+        return s * b * (2 * h + ln_out + mask * h) / div
+    rep = 2 * h + ln_out + 8.0 * experts + mask * h
+    fc2_in = 0.0 if "moe_act" in sel else lin_bytes
+    routed = k * imbalance * ((lin_bytes + 2) * h * etp / t + ((4 if gated else 2) + fc2_in) * f_moe / t)
+    f_sh = 0 if "shared_experts" in sel else shared * f_moe
     shd = routed + ((4 if gated else 2) + lin_bytes) * f_sh / t
     return s * b * (rep / div + shd)
 
@@ -154,15 +192,16 @@ def dropout_masks(c: Ctx, A) -> bool:
 def _layer_acts(c: Ctx, A, recompute: str, moe: bool) -> float:
     lin = A.fp8_activation_bytes if c.precision == "fp8" else 2.0
     masks = dropout_masks(c, A)
+    modules = A.recompute_modules if recompute == "selective" else ()
     base = per_layer_activations(
         c.s_loc, c.b, c.h, c.a, t=c.tp, sp=c.sp, recompute=recompute, flash=c.flash, f=c.f, gated=c.gated,
         wq=c.wq, wk=c.wk, wv=c.wv, wo=c.wo, kv_div=c.kv_div, latent=c.latent, dropout_masks=masks,
-        lin_bytes=lin, s_attn=c.seq, mlp=not moe or recompute == "full",
+        lin_bytes=lin, s_attn=c.seq, mlp=not moe or recompute == "full", modules=modules,
     )
     if moe and recompute != "full":
         base += moe_mlp_activations(c.s_loc, c.b, c.h, t=c.tp, etp=c.etp, sp=c.sp, k=c.topk, experts=c.experts,
                                     f_moe=c.f_moe, shared=c.shared, gated=c.gated, dropout_masks=masks,
-                                    lin_bytes=lin, imbalance=A.moe_load_imbalance)
+                                    lin_bytes=lin, imbalance=A.moe_load_imbalance, modules=modules)
     return base
 
 
@@ -198,7 +237,7 @@ def _call_invariants(c: Ctx, A) -> tuple:
     # ---- bytes per parameter: replicated + sharded over the dense (dp*cp) or expert-DP group
     (w_r, w_s), (g_r, g_s), (o_r, o_s) = model_state_bytes_per_param(
         c.framework, c.precision, c.zero, A.deepspeed_fp32_grad_partition, A.megatron_main_grad_bytes,
-        A.fsdp_state_bytes)
+        A.fsdp_state_bytes, A.megatron_optimizer_bytes)
     nd, ne = c.dense_shard, c.edp
     per_param = (w_r + w_s / nd, w_r + w_s / ne, g_r + g_s / nd, g_r + g_s / ne, o_r + o_s / nd, o_r + o_s / ne,
                  w_s, g_s, nd, ne)
