@@ -25,6 +25,11 @@ EXACT = {
     "qwen2.5-7b": 7_615_616_512,
     "qwen2.5-72b": 72_706_203_648,
     "bloom-176b": 176_247_271_424,
+    "llama-7b": 6_738_415_616,          # LLaMA 1 7B: Llama 2 7B's shape at a 2k context
+    "mistral-7b": 7_241_732_096,
+    "gemma-7b": 8_537_680_896,
+    "starcoder2-15b": 15_957_889_024,
+    "smollm3-3b": 3_075_098_624,
 }
 
 
@@ -144,3 +149,37 @@ def test_only_learned_positions_add_a_table():
     assert rope.embedding == 32000 * 4096
     gpt3 = counts("gpt-3-175b")
     assert gpt3.embedding == (50257 + 2048) * 12288
+
+
+def test_gemma_attention_is_wider_than_the_residual_stream():
+    m = advisor.Model.preset("gemma-7b")
+    c = counts("gemma-7b")
+    assert m.heads * m.head_dim == 4096 != m.hidden              # head_dim 256 x 16 heads
+    assert c.attention == 4 * 3072 * 4096                         # q, k, v, o, no GQA, no bias
+    assert c.dense_mlp == 3 * 3072 * 24576                        # GeGLU: gate, up, down
+    assert c.output == 0 and c.embedding == 256000 * 3072         # tied, 0.79B embedding
+
+
+def test_starcoder2_biases_and_layernorms():
+    c = counts("starcoder2-15b")
+    h, kv_out = 6144, 4 * 128
+    assert c.attention == 2 * h * h + 2 * h * kv_out + (h + 2 * kv_out + h)   # + q, k, v, o biases
+    assert c.dense_mlp == 2 * h * 24576 + 24576 + h                          # c_fc, c_proj + biases
+    assert c.norms == 2 * 2 * h and c.output == 49152 * h                    # untied head
+
+
+def test_nemotron_4_340b_embedding_split():
+    # Nemotron-4 340B report: 9.4 billion embedding and 331.6 billion non-embedding parameters.
+    c = counts("nemotron-4-340b")
+    embedding = c.embedding + c.output
+    assert round(embedding / 1e8) == 94
+    assert round((c.total - embedding) / 1e8) == 3316
+
+
+@pytest.mark.parametrize(("name", "nominal", "total"), [
+    ("gpt-3-5b", 5e9, 5_047_365_632), ("gpt-3-20b", 20e9, 20_256_221_184)])
+def test_nemo_gpt3_presets_near_their_nominal_size(name, nominal, total):
+    # NeMo's GPT3-5B / GPT3-20B are named by a nominal size only (no exact published total).
+    assert presets.published_params(name) is None
+    assert counts(name).total == total
+    assert abs(total - nominal) <= 0.015 * nominal

@@ -123,6 +123,21 @@ def test_llama_1_without_kv_heads_is_mha():
     assert m.params == PUBLISHED["llama-2-7b"]                # LLaMA 1 7B has Llama 2 7B's shape
 
 
+def test_mistral_7b_and_llama_1_configs_match_their_presets():
+    # mistralai/Mistral-7B-v0.1 and huggyllama/llama-7b config.json (the keys advisor reads).
+    mistral = {"model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,
+               "num_key_value_heads": 8, "num_hidden_layers": 32, "vocab_size": 32000,
+               "max_position_embeddings": 32768, "sliding_window": 4096, "tie_word_embeddings": False}
+    llama = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008, "num_attention_heads": 32,
+             "num_hidden_layers": 32, "vocab_size": 32000, "max_position_embeddings": 2048,
+             "tie_word_embeddings": False}
+    for cfg, name in ((mistral, "mistral-7b"), (llama, "llama-7b")):
+        model, preset = model_from_hf_config(cfg), advisor.Model.preset(name)
+        assert model.params == preset.params == presets.published_params(name)
+        assert (model.layers, model.hidden, model.heads, model.kv_heads, model.vocab, model.max_position) == (
+            preset.layers, preset.hidden, preset.heads, preset.kv_heads, preset.vocab, preset.max_position)
+
+
 def test_mistral_head_dim_and_attention_bias():
     cfg = {"model_type": "mistral", "hidden_size": 5120, "intermediate_size": 14336, "num_attention_heads": 32,
            "num_key_value_heads": 8, "head_dim": 128, "num_hidden_layers": 40, "vocab_size": 131072}

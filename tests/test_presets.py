@@ -21,6 +21,13 @@ DESIGN_MODELS = ["llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b", "llam
                  "llama-3.1-70b", "llama-3.1-405b", "gpt-3-175b", "mixtral-8x7b", "mixtral-8x22b",
                  "deepseek-v3", "qwen2.5-7b", "qwen2.5-72b", "falcon-40b", "falcon-180b", "bloom-176b"]
 
+# Models that published training records name (benchmarks/published.py resolves record names to
+# presets by these spellings: parenthesised text dropped, lower-cased, spaces to '-', a trailing
+# -vX.Y dropped, "gpt3" also tried as "gpt-3").
+RECORD_MODELS = {"mistral-7b-v0.1": "mistral-7b", "llama-7b": "llama-7b", "gemma-7b": "gemma-7b",
+                 "starcoder2-15b": "starcoder2-15b", "smollm3-3b": "smollm3-3b",
+                 "nemotron-340b": "nemotron-4-340b", "gpt3-5b": "gpt-3-5b", "gpt3-20b": "gpt-3-20b"}
+
 
 @pytest.mark.parametrize("name", presets.gpu_names())
 def test_gpu_preset_builds_with_a_source(name):
@@ -87,6 +94,28 @@ def test_design_model_names_resolve():
     for name in DESIGN_MODELS:
         assert advisor.Model.preset(name).params > 5e9
     assert {m.lower() for m in DESIGN_MODELS} <= set(presets.model_names())
+
+
+@pytest.mark.parametrize(("spelling", "name"), sorted(RECORD_MODELS.items()))
+def test_record_model_names_resolve(spelling, name):
+    model = advisor.Model.preset(spelling)
+    assert model.name == name and model == advisor.Model.preset(name)
+
+
+def test_record_model_shapes():
+    shape = lambda n: (lambda m: (m.layers, m.hidden, m.heads, m.kv_heads, m.ffn_hidden, m.vocab,  # noqa: E731
+                                  m.tied_embeddings))(advisor.Model.preset(n))
+    assert shape("mistral-7b") == (32, 4096, 32, 8, 14336, 32000, False)
+    assert shape("llama-7b") == (32, 4096, 32, 32, 11008, 32000, False)
+    assert shape("gemma-7b") == (28, 3072, 16, 16, 24576, 256000, True)
+    assert shape("starcoder2-15b") == (40, 6144, 48, 4, 24576, 49152, False)
+    assert shape("smollm3-3b") == (36, 2048, 16, 4, 11008, 128256, True)
+    assert shape("nemotron-4-340b") == (96, 18432, 96, 8, 73728, 256000, False)
+    gemma, sc2 = advisor.Model.preset("gemma-7b"), advisor.Model.preset("starcoder2-15b")
+    assert gemma.head_dim == 256 and gemma.activation == "swiglu"        # GeGLU: the gated MLP
+    assert (sc2.activation, sc2.norm, sc2.bias) == ("gelu", "layernorm", True)
+    assert advisor.Model.preset("llama-7b").seq_len == 2048
+    assert (advisor.Model.preset("mistral-7b").seq_len, advisor.Model.preset("mistral-7b").max_position) == (8192, 32768)
 
 
 def test_unknown_gpu_lists_the_known_names():
