@@ -15,8 +15,6 @@ from typing import Any
 from ._version import __version__
 from .actions import Decisions
 from .engine import make_engine, select_engine
-from .estimate import estimate as _estimate
-from .estimate import memory_only as _memory_only
 from .facts import build_facts, resolve_training
 from .planner import plan
 from .recommendation import Alternative, ChecklistItem, Recommendation
@@ -109,12 +107,19 @@ def recommend(cluster: Any, model: Any, training: Any = None, *, rules: tuple[st
     model) preset names. `rules` adds site rule files after the built-in ones. `engine` forces
     "durable" or "python" (default: the ADVISOR_ENGINE variable, else durable where it imports).
     """
-    return recommend_with_ranking(cluster, model, training, rules=rules, engine=engine)[0]
+    return _recommend(cluster, model, training, rules, engine, keep_ranking=False)[0]
 
 
 def recommend_with_ranking(cluster: Any, model: Any, training: Any = None, *, rules: tuple[str | Path, ...] = (),
                            engine: str | None = None):
-    """`recommend()`, plus every layout that fit, best first, as (Layout, Estimate) pairs."""
+    """`recommend()`, plus every layout that fit, best first, as (Layout, Estimate) pairs. Slower:
+    it tries the virtual-stage and micro-batch variants of every shape, where `recommend` stops at
+    those that could change its answer (the Recommendation is the same)."""
+    return _recommend(cluster, model, training, rules, engine, keep_ranking=True)
+
+
+def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path, ...], engine: str | None,
+               keep_ranking: bool):
     cluster, model = as_cluster(cluster), as_model(model)
     training, notes = resolve_training(model, as_training(training))
     book = _rulebook(tuple(rules))
@@ -151,7 +156,7 @@ def recommend_with_ranking(cluster: Any, model: Any, training: Any = None, *, ru
         found, _ = layout_findings(book, cluster, model, training, layout, est.memory, "python", trusted=True)
         return [(f.rule_id, f.message) for f in found if f.severity == "error"]
 
-    result = plan(cluster, model, training, decisions, _estimate, _memory_only, legality_errors)
+    result = plan(cluster, model, training, decisions, legality_errors, keep_ranking=keep_ranking)
     findings = []
     if result.layout is not None:
         findings, _ = layout_findings(book, cluster, model, training, result.layout, result.estimate.memory, engine)

@@ -5,13 +5,16 @@
    decisions: the strategy (zero-dp keeps tp = pp = 1), limits (tp inside the NVLink domain), and the
    enabled features (CP only from 8K tokens).
 2. Memory. For each shape, micro-batch size and ZeRO stage, the most memory-frugal option (full
-   recompute) is estimated first; when even it does not fit, the shape (with its larger micro-batches
+   recompute) is sized first; when even it does not fit, the shape (with its larger micro-batches
    and virtual stages) is pruned. Otherwise recompute levels are tried from none up and the first that
    fits is kept (more recompute never runs faster). Offload is tried only when nothing else fits, and
    only in the ZeRO data-parallel family. This runs coarse to fine: every shape first at plain 1F1B and
-   its smallest micro-batch; virtual stages and larger micro-batches only for shapes within
-   REFINE_WITHIN of the best coarse estimate (at least MIN_REFINED of them).
-3. Rank. Every survivor gets a full estimate; the fastest step wins, except that candidates within
+   its smallest micro-batch, which also gives a floor for each of its other (micro-batch, virtual
+   stages) variants (estimate.time.variant_floors); a variant is sized only when its floor is within
+   the near-tie band of the best layout found so far, so the choice is the one trying every variant
+   would make (tests/test_planner_refine.py), at a fraction of the cost. Listed alternatives get the
+   same treatment against their own time.
+3. Rank. Every survivor gets a step time; the fastest step wins, except that candidates within
    `NEAR_TIE` of the fastest are ordered by `_tie_break` (no CP; with the rules' "tp_before_pp", more
    TP inside the NVLink domain and more memory headroom; then fewer parallel dimensions, smaller model
    parallelism, even pipeline split, no VPP, lower ZeRO stage, less recompute), because the estimate
@@ -22,7 +25,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ._unchecked import build_unchecked
 from .actions import Decisions
+from .estimate import estimate_of, size, step_and_floors, step_time_of
 from .layout import Layout
 from .specs import Cluster, Model, Training
 
@@ -38,8 +43,6 @@ MAX_ALTERNATIVES = 4
 MAX_REJECT_EVENTS = 10          # rejections written to the trace one by one; the rest are counted
 MBS_OPTIONS = (1, 2, 4)         # micro-batch sizes searched when the caller gives none
 MAX_VPP_OPTIONS = 3             # virtual-stage counts tried per pipeline shape
-REFINE_WITHIN = 1.30            # shapes within 30% of the best coarse estimate get VPP / micro-batch variants
-MIN_REFINED = 6                 # ... and at least this many of the best shapes
 # Layouts that fill more than this share of GPU memory rank after every layout with room left: the
 # memory estimate is within ~4% of Korthikanti et al.'s measurements, so above 95% a "fit" may not be
 # one (NVIDIA/Megatron-LM#525: an estimate that fit 23.3 of 32 GB went out of memory); published runs
@@ -160,7 +163,28 @@ def _stages(decisions: Decisions, framework: str, pp: int) -> list[int]:
     return stages
 
 
-def _tie_break(layout: Layout, est, model: Model, tp_before_pp: bool) -> tuple:
+class _Candidate:
+    """A layout that fits, with its sizing and step time; its full Estimate is built only when it
+    reaches the output (the choice, an alternative, the audit's screening, or the full ranking)."""
+
+    __slots__ = ("layout", "sized", "step_time", "floor", "tight", "_estimate")
+
+    def __init__(self, layout: Layout, sized, step_time: float, floor: dict | None, tight: bool):
+        self.layout, self.sized, self.step_time, self.floor, self.tight = layout, sized, step_time, floor, tight
+        self._estimate = None
+
+    @property
+    def memory_share(self) -> float:
+        return self.sized.total / self.sized.capacity
+
+    @property
+    def estimate(self):
+        if self._estimate is None:
+            self._estimate = estimate_of(self.sized)    # the same numbers; races build equal objects
+        return self._estimate
+
+
+def _tie_break(cand: _Candidate, model: Model, tp_before_pp: bool) -> tuple:
     """Order of candidates the estimate cannot separate (within NEAR_TIE of each other).
 
     No CP first (the seed keeps CP for long sequences; its KV exchange crosses nodes). With the rules'
@@ -168,8 +192,9 @@ def _tie_break(layout: Layout, est, model: Model, tp_before_pp: bool) -> tuple:
     PP): more TP inside the NVLink domain (fastest links, no bubble), then a layout that leaves
     COMFORTABLE_MEMORY of the GPU free over one that does not (robust to estimate error, the way
     expert-chosen layouts leave room), then simplicity (which puts fewer pipeline stages first)."""
+    layout = cand.layout
     if tp_before_pp:
-        crowded = est.memory.total > COMFORTABLE_MEMORY * est.memory.capacity
+        crowded = cand.memory_share > COMFORTABLE_MEMORY
         return (layout.cp, -layout.tp, crowded, *_plain_simplicity(layout, model))
     return (layout.cp, *_plain_simplicity(layout, model))
 
@@ -180,14 +205,10 @@ def _plain_simplicity(layout: Layout, model: Model) -> tuple:
             _RECOMPUTE.index(layout.recompute), layout.pp, -layout.micro_batch_size)
 
 
-def _memory_share(est) -> float:
-    return est.memory.total / est.memory.capacity
-
-
-def _why_lost(alt, chosen, model: Model) -> str:
-    a, c = alt[0], chosen[0]
-    ta, tc = alt[1].step_time, chosen[1].step_time
-    ua, uc = _memory_share(alt[1]), _memory_share(chosen[1])
+def _why_lost(alt: _Candidate, chosen: _Candidate) -> str:
+    a, c = alt.layout, chosen.layout
+    ta, tc = alt.step_time, chosen.step_time
+    ua, uc = alt.memory_share, chosen.memory_share
     if ua > MAX_MEMORY_UTILIZATION >= uc:
         return (f"uses {ua:.0%} of GPU memory (> {MAX_MEMORY_UTILIZATION:.0%}): est. step {ta:.2f} s vs "
                 f"{tc:.2f} s ({ta / tc - 1:+.0%}), too little headroom")
@@ -204,29 +225,47 @@ def _why_lost(alt, chosen, model: Model) -> str:
             f"the choice: " + ", ".join(diffs))
 
 
-def _search(cluster, model, training, decisions, strategy, framework, result: PlanResult,
-            memory_fn, estimate_fn, check_fn, allow_offload: bool):
+def _ordered(found: list[_Candidate], model: Model, tp_first: bool) -> list[_Candidate]:
+    """Best first: layouts with memory headroom before tight ones; in each group the near-ties of its
+    fastest by `_tie_break`, then the rest by step time."""
+    ordered = []
+    for group in (False, True):
+        scored = [c for c in found if c.tight is group]
+        if not scored:
+            continue
+        limit = min(c.step_time for c in scored) * (1 + NEAR_TIE)
+        ordered += sorted((c for c in scored if c.step_time <= limit),
+                          key=lambda c: (_tie_break(c, model, tp_first), c.step_time))
+        ordered += sorted((c for c in scored if c.step_time > limit),
+                          key=lambda c: (c.step_time, _tie_break(c, model, tp_first)))
+    return ordered
+
+
+def _search(cluster, model, training, decisions, strategy, framework, result: PlanResult, check_fn,
+            allow_offload: bool, keep_ranking: bool, max_alternatives: int = MAX_ALTERNATIVES):
     gbs = training.global_batch_size
     mbs_options = (training.micro_batch_size,) if training.micro_batch_size else MBS_OPTIONS
     recomputes = ("none", "full") if framework == "deepspeed" else _RECOMPUTE   # selective is Megatron's
     offloads = _OFFLOAD if allow_offload else ("none",)
-    found: list[tuple[Layout, bool, object]] = []        # (layout, above MAX_MEMORY_UTILIZATION, estimate)
+    sp = "sp" in decisions.features
+    found: list[_Candidate] = []
     closest = None
     logged: set[tuple] = set()
+    fields = tuple(Layout.model_fields)
 
-    def explore(shape: _Shape, mbs: int) -> bool:
-        """Add the fitting (ZeRO, recompute, offload) options of one shape and micro-batch; False if none fits."""
+    def explore(shape: _Shape, mbs: int, variants_of_shape: list | None) -> bool:
+        """Add the fitting (ZeRO, recompute, offload) options of one shape and micro-batch; False if none
+        fits. With variants_of_shape (the coarse pass), each also gets their floors."""
         nonlocal closest
         m = gbs // (mbs * shape.dp)
+        etp = shape.etp if shape.ep > 1 else None
 
         def layout_for(zero, recompute, offload):
             # Valid by construction (every degree >= 1, literals from the closed sets above): built
             # without re-validation, as this is the innermost loop of the search.
-            return Layout.model_construct(
-                framework=framework, tp=shape.tp, pp=shape.pp, dp=shape.dp, cp=shape.cp, ep=shape.ep,
-                etp=shape.etp if shape.ep > 1 else None, vpp=shape.vpp, overlap_p2p_comm=True,
-                sp=shape.tp > 1 and "sp" in decisions.features, zero_stage=zero, micro_batch_size=mbs,
-                num_microbatches=m, recompute=recompute, offload=offload, offload_device="cpu")
+            return build_unchecked(Layout, dict(zip(fields, (
+                framework, shape.tp, shape.pp, shape.dp, shape.cp, shape.ep, etp, shape.vpp, True,
+                shape.tp > 1 and sp, zero, mbs, m, recompute, offload, "cpu"))))
 
         shape_fits = False
         for zero in _stages(decisions, framework, shape.pp):
@@ -237,29 +276,33 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
                 # Memory only shrinks with more recompute: test the most frugal level first, and skip
                 # the others when even it does not fit.
                 frugal = layout_for(zero, recomputes[-1], offload)
-                frugal_mem = mem = memory_fn(cluster, model, frugal, training)
+                frugal_sized = sized = size(cluster, model, frugal, training)
                 result.examined += 1
-                if not (mem.fits and mem.host_fits):
-                    if closest is None or mem.total < closest[1].total:
-                        closest = (frugal, mem)
+                if not (sized.fits and sized.host_fits):
+                    if closest is None or sized.total < closest[1].total:
+                        closest = (frugal, sized)
                     key = (shape.tp, shape.pp, shape.cp, shape.ep, zero, offload)
                     if mbs == mbs_options[0] and shape.vpp == 1 and key not in logged \
                             and len(logged) < MAX_REJECT_EVENTS:
                         logged.add(key)
                         result.events.append((
-                            "reject", f"memory: {mem.total / 2**30:.1f} GiB per GPU > {mem.capacity / 2**30:.1f}"
+                            "reject", f"memory: {sized.total / 2**30:.1f} GiB per GPU > {sized.capacity / 2**30:.1f}"
                                       f" GiB even with recompute {recomputes[-1]}", frugal.id))
                     continue
                 for recompute in recomputes:
                     if recompute == recomputes[-1]:
-                        layout, mem = frugal, frugal_mem
+                        layout, sized = frugal, frugal_sized
                     else:
                         layout = layout_for(zero, recompute, offload)
-                        mem = memory_fn(cluster, model, layout, training)
+                        sized = size(cluster, model, layout, training)
                         result.examined += 1
-                    if mem.fits and mem.host_fits:
-                        tight = mem.total > MAX_MEMORY_UTILIZATION * mem.capacity
-                        found.append((layout, tight, estimate_fn(cluster, model, layout, training)))
+                    if sized.fits and sized.host_fits:
+                        tight = sized.total > MAX_MEMORY_UTILIZATION * sized.capacity
+                        if variants_of_shape is None:
+                            step, floor = step_time_of(sized), None
+                        else:
+                            step, floor = step_and_floors(sized, variants_of_shape)
+                        found.append(_Candidate(layout, sized, step, floor, tight))
                         shape_fits = True
                         if not tight:
                             break                                # more recompute is never faster
@@ -272,85 +315,134 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
 
     # Coarse pass: every shape at plain 1F1B and its smallest legal micro-batch.
     shapes = _shapes(cluster, model, training, decisions, strategy, framework)
-    first_mbs: dict[tuple, int] = {}
+    variants: dict[tuple, list[tuple[int, int]]] = {}    # base -> its (micro-batch, vpp) options, M10/M11
     for shape in shapes:
-        if shape.vpp > 1:
-            continue
         for mbs in mbs_options:
-            if gbs % (mbs * shape.dp) == 0:                      # M11
-                if explore(shape, mbs):
-                    first_mbs[base(shape)] = mbs
-                break
-    # Fine pass: virtual stages and larger micro-batches, only for shapes that could win. VPP divides
-    # the bubble by v and a larger micro-batch mostly buys GEMM efficiency, so a shape more than
-    # REFINE_WITHIN behind the best coarse estimate cannot catch up; the best few are refined anyway.
-    best_by_base: dict[tuple, float] = {}
-    for layout, _tight, est in found:
-        key = (layout.tp, layout.pp, layout.cp, layout.ep, layout.dp)
-        best_by_base[key] = min(best_by_base.get(key, float("inf")), est.step_time)
-    if best_by_base:
-        ordered_bases = sorted(best_by_base, key=best_by_base.get)
-        best = best_by_base[ordered_bases[0]]
-        refine = {b for i, b in enumerate(ordered_bases) if i < MIN_REFINED or best_by_base[b] <= best * REFINE_WITHIN}
-        for shape in shapes:
-            if base(shape) not in refine:
-                continue
-            for mbs in mbs_options:
-                if gbs % (mbs * shape.dp):                       # M11
-                    continue
-                if shape.vpp == 1 and mbs == first_mbs[base(shape)]:
-                    continue                                     # done in the coarse pass
-                m = gbs // (mbs * shape.dp)
-                if shape.vpp > 1 and (m < shape.pp or m % shape.pp):   # M10
-                    continue
-                if not explore(shape, mbs) and mbs > first_mbs[base(shape)]:
-                    break                                        # a larger micro-batch will not fit either
+            m = gbs // (mbs * shape.dp)
+            if gbs % (mbs * shape.dp) == 0 and (shape.vpp == 1 or (m >= shape.pp and m % shape.pp == 0)):
+                variants.setdefault(base(shape), []).append((mbs, shape.vpp))
+    floors: dict[tuple, dict] = {}      # base -> {(micro-batch, vpp): floor}, for shapes that fit
+    tried: set[tuple] = set()           # (base, micro-batch, vpp) explored
+    for shape in shapes:
+        b = base(shape)
+        if shape.vpp > 1 or b not in variants:
+            continue
+        mbs = variants[b][0][0]                                  # the smallest legal micro-batch
+        n = len(found)
+        tried.add((b, mbs, 1))
+        if explore(shape, mbs, variants[b]):
+            floors[b] = {v: min(c.floor[v] for c in found[n:]) for v in variants[b]}
     if not found:
         return None, closest
-    tp_first = "tp_before_pp" in decisions.features
-    ordered = []
-    for group in (False, True):          # layouts with memory headroom first, tight ones after
-        scored = [(layout, est) for layout, tight, est in found if tight is group]
-        if not scored:
-            continue
-        best_time = min(est.step_time for _, est in scored)
-        ordered += sorted((c for c in scored if c[1].step_time <= best_time * (1 + NEAR_TIE)),
-                          key=lambda c: (_tie_break(c[0], c[1], model, tp_first), c[1].step_time))
-        ordered += sorted((c for c in scored if c[1].step_time > best_time * (1 + NEAR_TIE)),
-                          key=lambda c: (c[1].step_time, _tie_break(c[0], c[1], model, tp_first)))
-    n_tight = sum(tight for _, tight, _ in found)
-    result.ranking = ordered
-    chosen = None
-    shapes_listed: set[tuple] = set()
-    for layout, est in ordered:
-        if chosen is not None and len(result.alternatives) >= MAX_ALTERNATIVES:
+    by_vpp = {(base(s), s.vpp): s for s in shapes}
+
+    def refine(b: tuple, threshold) -> None:
+        """The virtual-stage and micro-batch variants of one shape whose floor is within threshold()."""
+        failed_at = None
+        for mbs, vpp in sorted(variants[b], key=lambda v: (v[1], v[0])):
+            if (b, mbs, vpp) in tried or floors[b][mbs, vpp] > threshold():
+                continue
+            if failed_at is not None and vpp == failed_at[1] and mbs > failed_at[0]:
+                continue                                         # a larger micro-batch will not fit either
+            tried.add((b, mbs, vpp))
+            if not explore(by_vpp[b, vpp], mbs, None):
+                failed_at = (mbs, vpp)
+
+    # Fine pass: only variants that could reach the choice. No variant runs faster than its floor
+    # (time.variant_floors), so one whose floor is beyond the near-tie band of the best layout cannot
+    # change the choice. The best comes from the group the choice is made in: layouts with
+    # headroom, or the tight ones when none has any (refining only adds memory). Refining lowers the
+    # best, which narrows the band: shapes go in order of their lowest floor.
+    def limit() -> float:
+        roomy = [c.step_time for c in found if not c.tight]
+        return min(roomy or [c.step_time for c in found]) * (1 + NEAR_TIE)
+
+    for b in sorted(floors, key=lambda b: min(floors[b].values())):
+        if min(floors[b].values()) > limit():
             break
+        refine(b, limit)
+    tp_first = "tp_before_pp" in decisions.features
+    chosen: _Candidate | None = None
+    checked: dict[int, list] = {}      # id(candidate) -> check_fn's errors, across rounds
+    for _round in range(len(floors) + 1):
+        ordered = _ordered(found, model, tp_first)
+        chosen, alternatives, rejected = _pick(ordered, check_fn, checked, max_alternatives)
+        # Alternatives are reported at their best too: try the variants of each listed shape that
+        # could beat its listed time (they stay outside the near-tie band: the choice does not move).
+        before = len(found)
+        for alt in alternatives:
+            b = base(_as_shape(alt.layout))
+            if b in floors:
+                refine(b, lambda: alt.step_time)
+        if len(found) == before:
+            break
+    result.events += rejected
+    if chosen is not None:
+        _note_search(result, found, floors, variants, tried, tp_first)
+    if keep_ranking:
+        # every variant of every shape, for benchmarks and tests; the answer above is already made
+        examined = result.examined
+        for b in floors:
+            refine(b, lambda: float("inf"))
+        result.ranking = [(c.layout, c.estimate) for c in _ordered(found, model, tp_first)]
+        result.examined = examined
+    if chosen is None:
+        return None, closest
+    if chosen.tight:
+        result.events.append(("note", f"every fitting layout uses more than {MAX_MEMORY_UTILIZATION:.0%} "
+                                      "of GPU memory: expect little room for fragmentation", None))
+    result.alternatives += [Alternative(c.layout, c.estimate, _why_lost(c, chosen)) for c in alternatives]
+    return (chosen.layout, chosen.estimate), closest
+
+
+def _note_search(result: PlanResult, found: list[_Candidate], floors: dict, variants: dict, tried: set,
+                 tp_first: bool) -> None:
+    n_tight = sum(c.tight for c in found)
+    ties = "no CP, more TP, memory headroom, then simplicity" if tp_first else "no CP, then simplicity"
+    result.events.append(("note", f"{len(found)} layouts fit in memory ({n_tight} above "
+                                  f"{MAX_MEMORY_UTILIZATION:.0%} of it, ranked last); ranked by estimated "
+                                  f"step time; ties within {NEAR_TIE:.0%} go to {ties}", None))
+    n_variants = sum(len(v) for b, v in variants.items() if b in floors)
+    result.events.append(("note", f"{len(floors)} shapes fit; {len([t for t in tried if t[0] in floors])} of their "
+                                  f"{n_variants} micro-batch and virtual-stage variants sized, the rest cannot "
+                                  f"come within {NEAR_TIE:.0%} of the best (their floor: compute, unhidden "
+                                  f"communication and the least bubble)", None))
+
+
+def _as_shape(layout: Layout) -> _Shape:
+    return _Shape(layout.tp, layout.pp, layout.cp, layout.ep, layout.etp or layout.tp, layout.vpp, layout.dp)
+
+
+def _pick(ordered: list[_Candidate], check_fn, checked: dict, max_alternatives: int):
+    """The first candidate the audit's legality rules accept, and up to max_alternatives more of
+    other shapes; (chosen, alternatives, reject events)."""
+    chosen, alternatives, rejected = None, [], []
+    listed: set[tuple] = set()
+    for cand in ordered:
+        if chosen is not None and len(alternatives) >= max_alternatives:
+            break
+        layout = cand.layout
         shape = (layout.tp, layout.pp, layout.cp, layout.ep, layout.zero_stage)
-        if chosen is not None and shape in shapes_listed:
+        if chosen is not None and shape in listed:
             continue
-        errors = check_fn(layout, est)
+        errors = checked.get(id(cand))
+        if errors is None:
+            errors = checked[id(cand)] = check_fn(layout, cand.estimate)
         if errors:
             # The audit's legality rules have the last word: never return what they call an error.
             rule_id, message = errors[0]
-            result.events.append(("reject", f"rule {rule_id}: {message}", layout.id))
+            rejected.append(("reject", f"rule {rule_id}: {message}", layout.id))
             continue
-        shapes_listed.add(shape)
+        listed.add(shape)
         if chosen is None:
-            chosen = (layout, est)
-            ties = "no CP, more TP, memory headroom, then simplicity" if tp_first else "no CP, then simplicity"
-            result.events.append(("note", f"{len(found)} layouts fit in memory ({n_tight} above "
-                                          f"{MAX_MEMORY_UTILIZATION:.0%} of it, ranked last); ranked by estimated "
-                                          f"step time; ties within {NEAR_TIE:.0%} go to {ties}", None))
-            if est.memory.total > MAX_MEMORY_UTILIZATION * est.memory.capacity:
-                result.events.append(("note", f"every fitting layout uses more than {MAX_MEMORY_UTILIZATION:.0%} "
-                                              "of GPU memory: expect little room for fragmentation", None))
+            chosen = cand
         else:
-            result.alternatives.append(Alternative(layout, est, _why_lost((layout, est), chosen, model)))
-    return chosen, closest
+            alternatives.append(cand)
+    return chosen, alternatives, rejected
 
 
 def _other_family(cluster, model, training, decisions: Decisions, strategy: str, result: PlanResult,
-                  memory_fn, estimate_fn, check_fn) -> None:
+                  check_fn, keep_ranking: bool) -> None:
     """Evaluate the family the rules did not choose, so users see what they would gain or lose.
     Its best layout joins the alternatives with the rule that preferred the chosen family."""
     import copy
@@ -365,8 +457,8 @@ def _other_family(cluster, model, training, decisions: Decisions, strategy: str,
         family, framework = "zero-dp", "deepspeed"
         other.zero_stages = ((1, 2, 3), "planner")
     side = PlanResult(None, None, framework)
-    chosen, _ = _search(cluster, model, training, other, family, framework, side, memory_fn, estimate_fn,
-                        check_fn, allow_offload=False)
+    chosen, _ = _search(cluster, model, training, other, family, framework, side, check_fn,
+                        allow_offload=False, keep_ranking=keep_ranking, max_alternatives=0)
     result.examined += side.examined
     seen = {(l.tp, l.pp, l.cp, l.ep) for l, _ in result.ranking}
     result.ranking += [c for c in side.ranking if (c[0].tp, c[0].pp, c[0].cp, c[0].ep) not in seen]
@@ -380,22 +472,21 @@ def _other_family(cluster, model, training, decisions: Decisions, strategy: str,
         f"rule {rule} prefers {strategy} for this cluster and model")))
 
 
-def plan(cluster: Cluster, model: Model, training: Training, decisions: Decisions, estimate_fn, memory_fn=None,
-         check_fn=lambda layout, est: []) -> PlanResult:
+def plan(cluster: Cluster, model: Model, training: Training, decisions: Decisions,
+         check_fn=lambda layout, est: [], keep_ranking: bool = False) -> PlanResult:
     """Pick the fastest layout (by the cost model) that the rules allow, that fits, and that has no
     error from `check_fn` (the audit's legality rules: a list of (rule id, message))."""
-    memory_fn = memory_fn or (lambda c, m, l, t: estimate_fn(c, m, l, t).memory)
     framework = decisions.framework[0] if decisions.framework else "megatron"
     strategy = decisions.strategy[0] if decisions.strategy else "model-parallel"
     result = PlanResult(None, None, framework)
     if not decisions.strategy:
         result.events.append(("note", "no rule chose a strategy: model-parallel", None))
     args = (cluster, model, training)
-    chosen, closest = _search(*args, decisions, strategy, framework, result, memory_fn, estimate_fn, check_fn,
-                              allow_offload=False)
+    chosen, closest = _search(*args, decisions, strategy, framework, result, check_fn,
+                              allow_offload=False, keep_ranking=keep_ranking)
     if chosen is None and strategy == "zero-dp":
-        chosen, closest = _search(*args, decisions, strategy, framework, result, memory_fn, estimate_fn, check_fn,
-                                  allow_offload=True)
+        chosen, closest = _search(*args, decisions, strategy, framework, result, check_fn,
+                                  allow_offload=True, keep_ranking=keep_ranking)
         if chosen is not None:
             result.events.append(("note", "nothing fits on the GPUs alone: ZeRO offload to host memory", None))
     if chosen is None and strategy == "zero-dp":
@@ -407,8 +498,8 @@ def plan(cluster: Cluster, model: Model, training: Training, decisions: Decision
         decisions.features.setdefault("sp", "planner")
         result.framework = framework
         result.events.append(("note", "widening to model-parallel with Megatron-LM (TP inside the NVLink domain, then PP)", None))
-        chosen, closest = _search(*args, decisions, "model-parallel", framework, result, memory_fn, estimate_fn,
-                                  check_fn, allow_offload=False)
+        chosen, closest = _search(*args, decisions, "model-parallel", framework, result, check_fn,
+                                  allow_offload=False, keep_ranking=keep_ranking)
     if chosen is None:
         if closest is not None:
             result.events.append(("reject", f"no layout fits; closest {closest[0].id} needs "
@@ -419,5 +510,5 @@ def plan(cluster: Cluster, model: Model, training: Training, decisions: Decision
                                             "(heads, layers, global batch vs dp)", None))
         return result
     result.layout, result.estimate = chosen
-    _other_family(cluster, model, training, decisions, strategy, result, memory_fn, estimate_fn, check_fn)
+    _other_family(cluster, model, training, decisions, strategy, result, check_fn, keep_ranking)
     return result

@@ -13,14 +13,13 @@ published layouts that report throughput).
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
+from .._unchecked import build_unchecked
 from .assumptions import Assumptions
 from .context import Ctx, resolve
 from .memory import (detail_dict, memory_terms, model_state_bytes_per_param, moe_mlp_activations,
                      per_layer_activations, stage_params)
 from .result import CommDimension, CommEstimate, Estimate, MemoryEstimate
-from .time import executed_flops_per_step, model_flops_per_step, time_terms
+from .time import executed_flops_per_step, model_flops_per_step, time_terms, variant_floors
 
 __all__ = [
     "estimate",
@@ -36,28 +35,7 @@ __all__ = [
 ]
 
 _DEFAULT = Assumptions()
-_new = object.__new__
-_set_dict = object.__setattr__
-# pydantic 2 BaseModel's instance slots, set through their descriptors (cheaper than object.__setattr__)
-_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
-_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
-
-
-def _make(cls, values: dict):
-    """Build a frozen result model from already-computed plain values without re-validating them.
-
-    Equivalent to `cls.model_construct(**values)` (pydantic 2: the instance state is `__dict__`,
-    `__pydantic_fields_set__`, `__pydantic_extra__`, `__pydantic_private__`), but ~5x cheaper; the
-    planner calls `estimate` thousands of times. tests/test_estimate_comm_time.py checks the result
-    round-trips through `model_validate`.
-    """
-    obj = _new(cls)
-    _set_dict(obj, "__dict__", values)
-    _set_fields_set(obj, set(values))
-    _set_extra(obj, None)
-    _set_private(obj, None)
-    return obj
+_make = build_unchecked
 
 
 def _memory_estimate(c: Ctx, A: Assumptions, best: tuple) -> MemoryEstimate:
@@ -73,37 +51,52 @@ def _memory_estimate(c: Ctx, A: Assumptions, best: tuple) -> MemoryEstimate:
     })
 
 
-# The memory part of the last few memory_only calls, by the Layout's identity: the planner asks
-# memory_only of every candidate and then estimate of the same Layout object when it fits, so
-# estimate finds its context and memory terms here instead of computing them again. Each entry holds
-# the argument objects themselves (so an id cannot be reused while it lives) and a hit is confirmed
-# by identity; entries are immutable (tuples of numbers; the Ctx is never written after resolve).
-# Single dict get/set/clear are atomic in CPython, so concurrent callers at worst miss and compute.
-_RECENT: dict = {}
-_RECENT_MAX = 32
+class Sized:
+    """One layout's resolved context and memory terms, for the planner's search (`size`, then
+    `step_and_floor` and `estimate_of` on the same object), so that neither is computed twice and
+    no result model is built for the hundreds of layouts that never reach the output.
+
+    total, capacity: bytes per GPU of the most-loaded rank; fits, host_fits: as MemoryEstimate."""
+
+    __slots__ = ("ctx", "best", "details", "assumptions", "total", "capacity", "fits", "host_fits")
+
+    def __init__(self, c: Ctx, best: tuple, details: dict, A: Assumptions):
+        self.ctx, self.best, self.details, self.assumptions = c, best, details, A
+        k, w, g, o, act, buf, reserve, total, host, nvme, det, nccl, frag = best
+        # the same integer sum MemoryEstimate.total reports
+        self.total = int(w) + int(g) + int(o) + int(act) + int(buf) + int(reserve)
+        self.capacity = c.capacity
+        self.fits = self.total <= c.capacity
+        self.host_fits = host * A.host_buffer_factor <= c.host_per_gpu
 
 
-def _memory_terms(cluster, model, layout, training, A: Assumptions):
-    """(ctx, best, {stage: detail values}) of memory_terms, from _RECENT when memory_only just
-    computed them."""
-    hit = _RECENT.get(id(layout))
-    if hit is not None and hit[0] is layout and hit[1] is cluster and hit[2] is model and hit[3] is training \
-            and hit[4] is A:
-        return hit[5], hit[6], hit[7]
+def size(cluster, model, layout, training, assumptions: Assumptions | None = None) -> Sized:
+    """The memory part of `estimate` without building its result: the planner's inner loop."""
+    A = assumptions or _DEFAULT
     c = resolve(cluster, model, layout, training)
     best, details = memory_terms(c, A)
-    return c, best, details
+    return Sized(c, best, details, A)
+
+
+def _time_terms(s: Sized) -> dict:
+    return time_terms(s.ctx, s.assumptions, {k: stage_params(d) for k, d in s.details.items()})
+
+
+def step_time_of(s: Sized) -> float:
+    """The step time of the sized layout: estimate(...).step_time bit for bit."""
+    return _time_terms(s)["step"]
+
+
+def step_and_floors(s: Sized, variants) -> tuple[float, dict]:
+    """(step time of the sized layout, time.variant_floors of its (micro-batch, vpp) variants)."""
+    T = _time_terms(s)
+    return T["step"], variant_floors(s.ctx, s.assumptions, T, variants)
 
 
 def memory_only(cluster, model, layout, training, assumptions: Assumptions | None = None) -> MemoryEstimate:
     """Per-GPU memory of the most-loaded rank, without the communication and time model (~2x cheaper)."""
-    A = assumptions or _DEFAULT
-    c = resolve(cluster, model, layout, training)
-    best, details = memory_terms(c, A)
-    if len(_RECENT) >= _RECENT_MAX:
-        _RECENT.clear()
-    _RECENT[id(layout)] = (layout, cluster, model, training, A, c, best, details)
-    return _memory_estimate(c, A, best)
+    s = size(cluster, model, layout, training, assumptions)
+    return _memory_estimate(s.ctx, s.assumptions, s.best)
 
 
 def _dim(bytes_, sec, exposed, net, n) -> CommDimension:
@@ -121,10 +114,14 @@ def estimate(cluster, model, layout, training, assumptions: Assumptions | None =
     global_batch_size // (micro_batch_size * dp), which must divide exactly (InputError otherwise).
     Raises InputError when tp*pp*cp*dp differs from cluster.gpus or etp*ep*pp does not divide it.
     """
-    A = assumptions or _DEFAULT
-    c, best, details = _memory_terms(cluster, model, layout, training, A)
-    mem = _memory_estimate(c, A, best)
-    T = time_terms(c, A, {k: stage_params(d) for k, d in details.items()})
+    return estimate_of(size(cluster, model, layout, training, assumptions))
+
+
+def estimate_of(s: Sized) -> Estimate:
+    """The full Estimate of a layout `size` has sized."""
+    c, A = s.ctx, s.assumptions
+    mem = _memory_estimate(c, A, s.best)
+    T = _time_terms(s)
     S = T["stages"][T["slow"]]
     m = c.m
 

@@ -26,7 +26,10 @@ from __future__ import annotations
 from .comm import cp_per_microbatch, dp_terms, ep_per_microbatch, pp_per_microbatch, tp_per_microbatch
 from .context import Ctx, moe_layers_before
 
-__all__ = ["per_token_forward_flops", "model_flops_per_step", "executed_flops_per_step", "stage_times", "time_terms"]
+_new = object.__new__
+
+__all__ = ["per_token_forward_flops", "model_flops_per_step", "executed_flops_per_step", "stage_times", "time_terms",
+           "variant_floors"]
 
 _SOFTMAX_FWD_SHARE = 9.0 / 22.0  # forward part of softmax_bytes_per_score (see Assumptions)
 
@@ -239,3 +242,45 @@ def time_terms(c: Ctx, A, stage_params: dict):
         "bubble_fraction": (p - 1) / (v * m), "exposed_comm": exposed_comm, "optimizer_time": opt,
         "step": step,
     }
+
+
+def variant_floors(c: Ctx, A, T: dict, variants) -> dict:
+    """{(b, v): a lower bound on the step time of the layout that differs from c's only by its
+    micro-batch size b >= c.b, its virtual-stage count v, and as much or more recompute}, for the
+    (b, v) in `variants`, given T = time_terms of c. The planner tries a variant only when its bound
+    can reach the best estimate.
+
+    The step is m * t_mb + bubble + DP tail + optimizer with bubble = (p-1)/v * (>= t_mb), and t_mb
+    on the slowest stage is at least the largest, over the stages, of these per-micro-batch terms
+    X_k(b), each of which only grows with recompute: compute, the TP collectives that are never
+    hidden (forward; under SP also the backward all-gathers; with tp_comm_overlap the non-overlapped
+    share of all), the EP all-to-all and the Ulysses all-to-all. Hence
+        step >= (m_b + (p-1)/v) * max_k X_k(b) + optimizer,    m_b = m * c.b / b.
+    Dropped as >= 0 (they shrink with a larger overlap window, so more recompute could lower them):
+    ring-CP and PP exposure, the async TP backward, DP traffic. The optimizer step does not depend
+    on b, v or recompute, except under parameter offload. tests/test_planner_refine.py checks the
+    bound against every variant of many shapes."""
+    inf = float("inf")
+    per_b = {}
+    for b, _ in variants:
+        if b in per_b:
+            continue
+        ctx = c
+        if b != c.b:
+            ctx = _new(Ctx)
+            ctx.__dict__ = dict(c.__dict__, b=b)
+        worst = 0.0
+        for k in T["stages"]:
+            _, n_dense, n_moe = c.split[k]
+            first, last = k == 0, k == c.pp - 1
+            x = _stage_compute(ctx, A, n_dense, n_moe, last)[0]
+            x += tp_per_microbatch(ctx, A, n_dense, n_moe, first, last, inf)[2]
+            x += ep_per_microbatch(ctx, A, n_moe)[2]
+            if ctx.deepspeed:   # Ulysses all-to-all: exposed whatever the window
+                x += cp_per_microbatch(ctx, A, n_dense + n_moe, 0.0)[2]
+            if x > worst:
+                worst = x
+        per_b[b] = worst
+    opt = T["optimizer_time"] if c.offload != "optimizer+params" else 0.0
+    m_times_b, p = c.m * c.b, c.pp
+    return {(b, v): (m_times_b / b + (p - 1) / v) * per_b[b] + opt for b, v in variants}

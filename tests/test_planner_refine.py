@@ -1,0 +1,84 @@
+"""The planner's fine pass: a variant (larger micro-batch, more virtual stages, more recompute) is
+tried only when its floor (time.variant_floors) can reach the best estimate. Stated here: the floor
+is a true lower bound, and pruning by it never changes the choice."""
+
+import itertools
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import advisor
+from advisor import Cluster, Layout, Model, Training
+from advisor.api import recommend_with_ranking
+from advisor.estimate import estimate, size, step_and_floors
+
+PROPERTY = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+RECOMPUTE = ("none", "selective", "full")
+
+
+@st.composite
+def shapes(draw):
+    """A legal coarse layout (vpp 1, the smallest micro-batch) and the variants of its shape."""
+    gpu = draw(st.sampled_from(["A100-80GB", "H100-SXM-80GB", "B200"]))
+    model = Model.preset(draw(st.sampled_from(["llama-2-7b", "llama-3-70b", "gpt-3-175b", "mixtral-8x7b",
+                                               "qwen2.5-72b"])))
+    nodes = draw(st.sampled_from([1, 2, 4, 8, 16]))
+    gpus = 8 * nodes
+    framework = draw(st.sampled_from(["megatron", "megatron", "deepspeed"]))
+    tp = draw(st.sampled_from([t for t in (1, 2, 4, 8) if model.heads % t == 0 and model.kv_heads % t == 0]))
+    pp = draw(st.sampled_from([p for p in (1, 2, 4, 8) if model.layers % p == 0 and gpus % (tp * p) == 0]))
+    cp = draw(st.sampled_from([c for c in (1, 2, 4) if gpus % (tp * pp * c) == 0]))
+    if framework == "deepspeed":
+        pp = 1
+    dp = gpus // (tp * pp * cp)
+    ep = draw(st.sampled_from([e for e in (1, 2, 4, 8) if model.experts % e == 0 and (dp * cp * tp) % e == 0
+                               and gpus % (e * pp) == 0])) if model.is_moe else 1
+    seq = draw(st.sampled_from([2048, 4096, 8192]))
+    gbs = dp * 4 * draw(st.sampled_from([pp, 2 * pp, 8 * pp]))
+    zero = draw(st.sampled_from([1, 2, 3])) if framework == "deepspeed" else 1
+    recompute = draw(st.sampled_from(RECOMPUTE if framework == "megatron" else ("none", "full")))
+    layout = Layout(framework=framework, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, etp=1 if ep > 1 else None,
+                    sp=tp > 1 and framework == "megatron", zero_stage=zero, micro_batch_size=1, recompute=recompute)
+    vpps = [v for v in (1, 2, 4) if (model.layers // pp) % v == 0] if pp > 1 and framework == "megatron" else [1]
+    return Cluster(gpu=gpu, gpus=gpus), model, Training(seq_len=seq, global_batch_size=gbs), layout, vpps
+
+
+@PROPERTY
+@given(shapes())
+def test_the_floor_is_below_every_variant(s):
+    cluster, model, training, layout, vpps = s
+    variants = [(b, v) for b in (1, 2, 4) for v in vpps]
+    step, floors = step_and_floors(size(cluster, model, layout, training), variants)
+    assert floors[1, 1] <= step * (1 + 1e-12)
+    more = RECOMPUTE[RECOMPUTE.index(layout.recompute):]
+    if layout.framework == "deepspeed":
+        more = [r for r in more if r != "selective"]
+    for (b, v), recompute in itertools.product(variants, more):
+        m = training.global_batch_size // (b * layout.dp)
+        if v > 1 and m % layout.pp:
+            continue
+        variant = layout.model_copy(update={"micro_batch_size": b, "vpp": v, "recompute": recompute})
+        got = estimate(cluster, model, variant, training).step_time
+        assert floors[b, v] <= got * (1 + 1e-12), (variant.id, b, v, recompute, floors[b, v], got)
+
+
+CASES = [
+    (Cluster(gpu="H100-SXM-80GB", gpus=64), "llama-3-70b", Training(seq_len=8192, global_batch_size=512)),
+    (Cluster(gpu="A100-80GB", gpus=1024), "gpt-3-175b", Training(seq_len=2048, global_batch_size=1536)),
+    (Cluster(gpu="H100-SXM-80GB", gpus=256), "mixtral-8x7b", Training(seq_len=4096, global_batch_size=1024)),
+    (Cluster(gpu="A100-80GB", gpus=16), "llama-2-13b", Training(seq_len=4096, global_batch_size=256)),
+    (Cluster(gpu="H100-SXM-80GB", gpus=2048), "llama-3.1-405b", Training(seq_len=32768, global_batch_size=256)),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[1]}-{c[0].gpus}")
+def test_pruned_choice_is_the_exhaustive_choice(case):
+    """recommend() refines only what its floors allow; recommend_with_ranking() refines every
+    variant. The exhaustive ranking's best is what recommend() chose (no audit rejections here)."""
+    rec = advisor.recommend(*case)
+    full, ranking = recommend_with_ranking(*case)
+    assert full.model_dump_json() == rec.model_dump_json()
+    fam = [c for c in ranking if c[0].framework == rec.framework]
+    assert fam[0][0] == rec.layout, (fam[0][0].id, rec.layout.id)
+    assert len(ranking) > len({a.layout for a in rec.alternatives}) + 1
