@@ -23,6 +23,7 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ._unchecked import build_unchecked
@@ -192,17 +193,17 @@ def _tie_break(cand: _Candidate, model: Model, tp_before_pp: bool) -> tuple:
     PP): more TP inside the NVLink domain (fastest links, no bubble), then a layout that leaves
     COMFORTABLE_MEMORY of the GPU free over one that does not (robust to estimate error, the way
     expert-chosen layouts leave room), then simplicity (which puts fewer pipeline stages first)."""
-    layout = cand.layout
+    lay = cand.layout
+    return _tie_key(lay.tp, lay.pp, lay.cp, lay.ep, lay.vpp, lay.offload, lay.zero_stage, lay.recompute,
+                    lay.micro_batch_size, cand.memory_share > COMFORTABLE_MEMORY, model.layers, tp_before_pp)
+
+
+def _tie_key(tp, pp, cp, ep, vpp, offload, zero, recompute, mbs, crowded, layers, tp_before_pp) -> tuple:
+    simplicity = (sum(d > 1 for d in (tp, pp, cp, ep)), tp * pp * cp, layers % pp != 0, vpp,
+                  _OFFLOAD.index(offload), zero, _RECOMPUTE.index(recompute), pp, -mbs)
     if tp_before_pp:
-        crowded = cand.memory_share > COMFORTABLE_MEMORY
-        return (layout.cp, -layout.tp, crowded, *_plain_simplicity(layout, model))
-    return (layout.cp, *_plain_simplicity(layout, model))
-
-
-def _plain_simplicity(layout: Layout, model: Model) -> tuple:
-    return (sum(d > 1 for d in (layout.tp, layout.pp, layout.cp, layout.ep)), layout.tp * layout.pp * layout.cp,
-            model.layers % layout.pp != 0, layout.vpp, _OFFLOAD.index(layout.offload), layout.zero_stage,
-            _RECOMPUTE.index(layout.recompute), layout.pp, -layout.micro_batch_size)
+        return (cp, -tp, crowded, *simplicity)
+    return (cp, *simplicity)
 
 
 def _why_lost(alt: _Candidate, chosen: _Candidate) -> str:
@@ -252,10 +253,15 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
     closest = None
     logged: set[tuple] = set()
     fields = tuple(Layout.model_fields)
+    # the best step time in the group the choice is made in (layouts with headroom, else all)
+    best, roomy_seen = [float("inf")], [False]
 
-    def explore(shape: _Shape, mbs: int, variants_of_shape: list | None) -> bool:
+    def explore(shape: _Shape, mbs: int, variants_of_shape: list | None, levels: dict | None = None) -> bool:
         """Add the fitting (ZeRO, recompute, offload) options of one shape and micro-batch; False if none
-        fits. With variants_of_shape (the coarse pass), each also gets their floors."""
+        fits. With variants_of_shape (the coarse pass), each also gets their floors. With levels
+        ({(zero, offload): first recompute index that fitted the coarse layout}), a variant tries
+        only those: memory grows with the micro-batch and the virtual stages (activations per
+        micro-batch, chunks in flight), so what did not fit the coarse layout cannot fit it."""
         nonlocal closest
         m = gbs // (mbs * shape.dp)
         etp = shape.etp if shape.ep > 1 else None
@@ -273,6 +279,9 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
                 # DeepSpeed offload_config.py: parameter offload needs ZeRO-3; optimizer offload a stage >= 1.
                 if (offload == "optimizer+params" and zero != 3) or (offload == "optimizer" and zero < 1):
                     continue
+                if levels is not None and (zero, offload) not in levels:
+                    continue
+                first = 0 if levels is None else levels[zero, offload]
                 # Memory only shrinks with more recompute: test the most frugal level first, and skip
                 # the others when even it does not fit.
                 frugal = layout_for(zero, recomputes[-1], offload)
@@ -289,7 +298,7 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
                             "reject", f"memory: {sized.total / 2**30:.1f} GiB per GPU > {sized.capacity / 2**30:.1f}"
                                       f" GiB even with recompute {recomputes[-1]}", frugal.id))
                     continue
-                for recompute in recomputes:
+                for recompute in recomputes[first:]:
                     if recompute == recomputes[-1]:
                         layout, sized = frugal, frugal_sized
                     else:
@@ -303,6 +312,11 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
                         else:
                             step, floor = step_and_floors(sized, variants_of_shape)
                         found.append(_Candidate(layout, sized, step, floor, tight))
+                        if tight is False and not roomy_seen[0]:
+                            roomy_seen[0] = True
+                            best[0] = step
+                        elif step < best[0] and (not tight or not roomy_seen[0]):
+                            best[0] = step
                         shape_fits = True
                         if not tight:
                             break                                # more recompute is never faster
@@ -322,6 +336,7 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
             if gbs % (mbs * shape.dp) == 0 and (shape.vpp == 1 or (m >= shape.pp and m % shape.pp == 0)):
                 variants.setdefault(base(shape), []).append((mbs, shape.vpp))
     floors: dict[tuple, dict] = {}      # base -> {(micro-batch, vpp): floor}, for shapes that fit
+    levels: dict[tuple, dict] = defaultdict(dict)   # base -> {(zero, offload): first fitting recompute index}
     tried: set[tuple] = set()           # (base, micro-batch, vpp) explored
     for shape in shapes:
         b = base(shape)
@@ -332,36 +347,63 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
         tried.add((b, mbs, 1))
         if explore(shape, mbs, variants[b]):
             floors[b] = {v: min(c.floor[v] for c in found[n:]) for v in variants[b]}
+            for c in found[n:]:
+                key = (c.layout.zero_stage, c.layout.offload)
+                levels[b][key] = min(levels[b].get(key, 9), recomputes.index(c.layout.recompute))
     if not found:
         return None, closest
     by_vpp = {(base(s), s.vpp): s for s in shapes}
+    failed: dict[tuple, int] = {}       # (base, vpp) -> smallest micro-batch that did not fit
 
-    def refine(b: tuple, threshold) -> None:
-        """The virtual-stage and micro-batch variants of one shape whose floor is within threshold()."""
-        failed_at = None
-        for mbs, vpp in sorted(variants[b], key=lambda v: (v[1], v[0])):
-            if (b, mbs, vpp) in tried or floors[b][mbs, vpp] > threshold():
-                continue
-            if failed_at is not None and vpp == failed_at[1] and mbs > failed_at[0]:
-                continue                                         # a larger micro-batch will not fit either
-            tried.add((b, mbs, vpp))
-            if not explore(by_vpp[b, vpp], mbs, None):
-                failed_at = (mbs, vpp)
+    def try_variant(b: tuple, mbs: int, vpp: int) -> None:
+        if (b, mbs, vpp) in tried or failed.get((b, vpp), mbs + 1) <= mbs:
+            return                                               # done, or a smaller one did not fit
+        tried.add((b, mbs, vpp))
+        if not explore(by_vpp[b, vpp], mbs, None, levels[b]):
+            failed[b, vpp] = mbs
 
-    # Fine pass: only variants that could reach the choice. No variant runs faster than its floor
-    # (time.variant_floors), so one whose floor is beyond the near-tie band of the best layout cannot
-    # change the choice. The best comes from the group the choice is made in: layouts with
-    # headroom, or the tight ones when none has any (refining only adds memory). Refining lowers the
-    # best, which narrows the band: shapes go in order of their lowest floor.
-    def limit() -> float:
-        roomy = [c.step_time for c in found if not c.tight]
-        return min(roomy or [c.step_time for c in found]) * (1 + NEAR_TIE)
+    def refine(b: tuple, threshold: float) -> None:
+        """The variants of one shape whose floor is within threshold."""
+        for (mbs, vpp), floor in floors[b].items():
+            if floor <= threshold:
+                try_variant(b, mbs, vpp)
 
-    for b in sorted(floors, key=lambda b: min(floors[b].values())):
-        if min(floors[b].values()) > limit():
-            break
-        refine(b, limit)
+    # Fine pass: only the variants that could change the choice. No variant runs faster than its
+    # floor (time.variant_floors). The choice is the tie-break's first among the layouts within
+    # NEAR_TIE of the best, in the group it is made in (layouts with headroom; the tight ones when
+    # none has any). So: (1) every variant whose floor is below the best so far, until none is
+    # left: the best is then final; (2) in tie-break order, the variants whose floor is within the
+    # band and whose tie-break key (at its most favourable: least recompute, lowest ZeRO stage,
+    # memory headroom) does not come after the current pick's. tests/test_planner_refine.py checks
+    # that this makes the choice trying every variant makes.
     tp_first = "tp_before_pp" in decisions.features
+    pending = sorted(((floor, b, mbs, vpp) for b in floors for (mbs, vpp), floor in floors[b].items()
+                      if (b, mbs, vpp) not in tried), key=lambda x: x[0])
+    while True:
+        before = len(tried)
+        for floor, b, mbs, vpp in pending:
+            if floor > best[0]:
+                break
+            try_variant(b, mbs, vpp)
+        if len(tried) == before:                    # the best can rise once, when the first roomy layout appears
+            break
+    band = best[0] * (1 + NEAR_TIE)
+    layers, zero_min = model.layers, min(_stages(decisions, framework, 1))
+
+    def pick_key() -> tuple:
+        group = [c for c in found if not c.tight] or found
+        return min((_tie_break(c, model, tp_first), c.step_time) for c in group if c.step_time <= band)
+
+    hopefuls = sorted((_tie_key(b[0], b[1], b[2], b[3], vpp, offloads[0], zero_min, recomputes[0], mbs, False,
+                                layers, tp_first), floor, b, mbs, vpp)
+                      for floor, b, mbs, vpp in pending if floor <= band and (b, mbs, vpp) not in tried)
+    current = pick_key()
+    for key, _floor, b, mbs, vpp in hopefuls:
+        if (key, _floor) > current:
+            break
+        if (b, mbs, vpp) not in tried:
+            try_variant(b, mbs, vpp)
+            current = pick_key()
     chosen: _Candidate | None = None
     checked: dict[int, list] = {}      # id(candidate) -> check_fn's errors, across rounds
     for _round in range(len(floors) + 1):
@@ -373,7 +415,7 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
         for alt in alternatives:
             b = base(_as_shape(alt.layout))
             if b in floors:
-                refine(b, lambda: alt.step_time)
+                refine(b, alt.step_time)
         if len(found) == before:
             break
     result.events += rejected
@@ -383,7 +425,7 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
         # every variant of every shape, for benchmarks and tests; the answer above is already made
         examined = result.examined
         for b in floors:
-            refine(b, lambda: float("inf"))
+            refine(b, float("inf"))
         result.ranking = [(c.layout, c.estimate) for c in _ordered(found, model, tp_first)]
         result.examined = examined
     if chosen is None:
