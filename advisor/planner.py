@@ -446,9 +446,8 @@ def _note_search(result: PlanResult, found: list[_Candidate], floors: dict, vari
                                   f"step time; ties within {NEAR_TIE:.0%} go to {ties}", None))
     n_variants = sum(len(v) for b, v in variants.items() if b in floors)
     result.events.append(("note", f"{len(floors)} shapes fit; {len([t for t in tried if t[0] in floors])} of their "
-                                  f"{n_variants} micro-batch and virtual-stage variants sized, the rest cannot "
-                                  f"come within {NEAR_TIE:.0%} of the best (their floor: compute, unhidden "
-                                  f"communication and the least bubble)", None))
+                                  f"{n_variants} (micro-batch, vpp) variants sized; the others' floors (compute, "
+                                  f"unhidden communication, least bubble) cannot change the choice", None))
 
 
 def _as_shape(layout: Layout) -> _Shape:

@@ -63,6 +63,19 @@ def test_the_floor_is_below_every_variant(s):
         assert floors[b, v] <= got * (1 + 1e-12), (variant.id, b, v, recompute, floors[b, v], got)
 
 
+@PROPERTY
+@given(shapes())
+def test_memory_grows_with_the_micro_batch_and_the_virtual_stages(s):
+    """The planner tries a variant only from the recompute level its coarse layout needed."""
+    cluster, model, training, layout, vpps = s
+    coarse = size(cluster, model, layout, training).total
+    for b, v in itertools.product((1, 2, 4), vpps):
+        if v > 1 and (training.global_batch_size // (b * layout.dp)) % layout.pp:
+            continue
+        variant = layout.model_copy(update={"micro_batch_size": b, "vpp": v})
+        assert size(cluster, model, variant, training).total >= coarse, (variant.id, b, v)
+
+
 CASES = [
     (Cluster(gpu="H100-SXM-80GB", gpus=64), "llama-3-70b", Training(seq_len=8192, global_batch_size=512)),
     (Cluster(gpu="A100-80GB", gpus=1024), "gpt-3-175b", Training(seq_len=2048, global_batch_size=1536)),
