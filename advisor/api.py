@@ -15,6 +15,7 @@ from typing import Any
 from ._version import __version__
 from .actions import Decisions
 from .engine import make_engine, select_engine
+from .evaluator import normalize_fact
 from .facts import build_facts, resolve_training
 from .planner import plan
 from .recommendation import Alternative, ChecklistItem, Recommendation
@@ -92,9 +93,13 @@ def evaluate_rules(book: RuleBook, facts: dict, engine_name: str | None = None,
     `trusted`: the facts come from advisor.facts (the Python engine may skip re-normalising them)."""
     engine = _engine_for(book, engine_name)
     fired: list[str] = []
-    for ruleset in book.rulesets_in(scope):
-        fired += (engine.evaluate(ruleset, facts, trusted=True) if trusted and engine.name == "python"
-                  else engine.evaluate(ruleset, facts))
+    if trusted and engine.name == "python":
+        for ruleset in book.rulesets_in(scope):
+            fired += engine.evaluate(ruleset, facts, trusted=True)
+    else:
+        norm = normalize_fact(facts)           # once for every ruleset of the scope
+        for ruleset in book.rulesets_in(scope):
+            fired += engine.evaluate(ruleset, norm, normalized=True)
     fired.sort(key=lambda rid: book.rules[rid].order)
     return fired, engine.name
 

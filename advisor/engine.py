@@ -404,12 +404,13 @@ class DurableEngine:
             raise
         self._proc = proc
 
-    def evaluate(self, ruleset: str, fact: Mapping[str, Any]) -> list[str]:
-        """Return the ids of the rules of `ruleset` that fire for `fact`, in firing order."""
+    def evaluate(self, ruleset: str, fact: Mapping[str, Any], *, normalized: bool = False) -> list[str]:
+        """Return the ids of the rules of `ruleset` that fire for `fact`, in firing order.
+        `normalized=True`: `fact` is already normalize_fact's output (checked, not normalised again)."""
         plan = self._plans.get(ruleset)
         if plan is None:
             raise EngineError(f"unknown ruleset {ruleset!r}; known: {sorted(self._plans)}")
-        norm = normalize_fact(fact)
+        norm = fact if normalized else normalize_fact(fact)
         check_fact(norm, plan.kinds, ruleset)
         proc = _process()
         with proc.lock:

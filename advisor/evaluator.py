@@ -103,7 +103,9 @@ class Engine(Protocol):
 
     name: str
 
-    def evaluate(self, ruleset: str, fact: Mapping[str, Any]) -> list[str]: ...
+    def evaluate(self, ruleset: str, fact: Mapping[str, Any], *, normalized: bool = False) -> list[str]: ...
+    """`normalized=True`: `fact` is already `normalize_fact`'s output (one normalisation serves
+    every ruleset of a scope); it is still checked against the ruleset's field kinds."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -433,9 +435,11 @@ class PythonEngine:
             self._ordered[rs_name] = tuple(sorted(checked, key=lambda r: r.pri))
             self._kinds[rs_name] = kinds
 
-    def evaluate(self, ruleset: str, fact: Mapping[str, Any], *, trusted: bool = False) -> list[str]:
+    def evaluate(self, ruleset: str, fact: Mapping[str, Any], *, normalized: bool = False,
+                 trusted: bool = False) -> list[str]:
         """Return the ids of the rules of `ruleset` that fire for `fact`, in firing order.
 
+        `normalized=True`: `fact` is already normalize_fact's output (checked, not normalised again).
         `trusted=True` skips normalising and checking the fact: for facts built by advisor.facts (plain
         ints, bools, strings and rounded floats), where normalising changes no comparison's outcome.
         """
@@ -443,6 +447,7 @@ class PythonEngine:
         if rules is None:
             raise EngineError(f"unknown ruleset {ruleset!r}; known: {sorted(self._ordered)}")
         if not trusted:
-            fact = normalize_fact(fact)
+            if not normalized:
+                fact = normalize_fact(fact)
             check_fact(fact, self._kinds[ruleset], ruleset)
         return [r.id for r in rules if evaluate(r.condition, fact)]
