@@ -20,7 +20,7 @@ __all__ = ["Action", "Decisions", "Finding", "Strategy", "Dimension", "Feature"]
 
 Strategy = Literal["zero-dp", "model-parallel"]
 Dimension = Literal["tp", "pp", "cp", "ep", "dp"]
-Feature = Literal["sp", "flash_attention", "cp", "distributed_optimizer", "offload", "tp_before_pp"]
+Feature = Literal["sp", "flash_attention", "cp", "distributed_optimizer", "offload", "tp_before_pp", "ep_over_tp"]
 
 
 class _Action(BaseModel):

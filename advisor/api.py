@@ -152,7 +152,7 @@ def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path,
             effect="; ".join(effects), overridden_by=overridden,
             references=[RuleReference(**r.model_dump()) for r in rule.spec.references])
 
-    from .auditor import layout_findings
+    from .auditor import _zero_only_fits, layout_findings
 
     def legality_errors(layout, est):
         # Candidate screening runs the same compiled audit rules on the pure-Python evaluator: the
@@ -164,7 +164,8 @@ def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path,
     result = plan(cluster, model, training, decisions, legality_errors, keep_ranking=keep_ranking)
     findings = []
     if result.layout is not None:
-        findings, _ = layout_findings(book, cluster, model, training, result.layout, result.estimate.memory, engine)
+        findings, _ = layout_findings(book, cluster, model, training, result.layout, result.estimate.memory, engine,
+                                      _zero_only_fits(cluster, model, result.layout, training))
     for op, message, candidate in result.events:
         add(op, message, candidate=candidate)
     if result.layout is not None:

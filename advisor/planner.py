@@ -15,10 +15,10 @@
    would make (tests/test_planner_refine.py), at a fraction of the cost. Listed alternatives get the
    same treatment against their own time.
 3. Rank. Every survivor gets a step time; the fastest step wins, except that candidates within
-   `NEAR_TIE` of the fastest are ordered by `_tie_break` (no CP; with the rules' "tp_before_pp", more
-   TP inside the NVLink domain and more memory headroom; then fewer parallel dimensions, smaller model
-   parallelism, even pipeline split, no VPP, lower ZeRO stage, less recompute), because the estimate
-   is not that precise. The audit's legality rules then have the last word on each pick.
+   `NEAR_TIE` of the fastest are ordered by `_tie_break` (with the rules' "ep_over_tp" for MoE, less
+   TP; with "tp_before_pp", more TP inside the NVLink domain; then more memory headroom; then fewer
+   parallel dimensions, smaller model parallelism, even pipeline split, no VPP, lower ZeRO stage, less
+   recompute), because the estimate is not that precise. The audit's legality rules then have the last word on each pick.
 """
 
 from __future__ import annotations
@@ -122,7 +122,9 @@ def _shapes(cluster: Cluster, model: Model, training: Training, decisions: Decis
         tps, pps, eps = [1], [1], [1]
     else:
         # Megatron M5 (heads % tp) and M6 (query groups vs tp).
-        tps = [t for t in _divisors(world) if t <= tp_cap and model.heads % t == 0
+        # TP groups are contiguous ranks (rank order tp-cp-ep-dp-pp), so t must divide the NVLink
+        # domain for every group to stay inside one (tp 6 on 8-GPU servers would straddle two).
+        tps = [t for t in _divisors(world) if t <= tp_cap and domain % t == 0 and model.heads % t == 0
                and (model.kv_heads % t == 0 or t % model.kv_heads == 0)]
         # M8: even split, or Megatron's first/last-stage form; DeepSpeed's PipelineModule balances any split.
         pps = [p for p in _divisors(world) if p <= model.layers and
@@ -185,25 +187,45 @@ class _Candidate:
         return self._estimate
 
 
-def _tie_break(cand: _Candidate, model: Model, tp_before_pp: bool) -> tuple:
-    """Order of candidates the estimate cannot separate (within NEAR_TIE of each other).
+def _tie_break(cand: _Candidate, model: Model, order: str) -> tuple:
+    """Order of candidates the estimate cannot separate (within NEAR_TIE of each other), by the
+    rules' preference `order`:
 
-    No CP first (the seed keeps CP for long sequences; its KV exchange crosses nodes). With the rules'
+    "ep_over_tp" (MoE; Megatron-LM MoE README best practices: minimise model parallelism, prefer EP
+    over TP for the experts, Mixtral EP8 x TP1 beats EP4 x TP2): less TP first, then more EP, then a
+    layout that leaves COMFORTABLE_MEMORY of the GPU free, then simplicity.
     "tp_before_pp" (seed row 2 "TP first, then PP"; Narayanan takeaway #1: TP up to the server, then
-    PP): more TP inside the NVLink domain (fastest links, no bubble), then a layout that leaves
-    COMFORTABLE_MEMORY of the GPU free over one that does not (robust to estimate error, the way
-    expert-chosen layouts leave room), then simplicity (which puts fewer pipeline stages first)."""
+    PP): more TP inside the NVLink domain (fastest links, no bubble), then memory headroom (robust to
+    estimate error, the way expert-chosen layouts leave room), then simplicity.
+    Otherwise simplicity: fewer parallel dimensions, smaller model parallelism, even pipeline split,
+    no VPP, less offload, lower ZeRO stage, less recompute, fewer stages, larger micro-batch.
+    CP is not held against a layout: the rules enable it only for long sequences, where Megatron-LM's
+    guide recommends it (its reference table: TP4 PP4 CP2 for a 70B model at 8K on 64 GPUs)."""
     lay = cand.layout
     return _tie_key(lay.tp, lay.pp, lay.cp, lay.ep, lay.vpp, lay.offload, lay.zero_stage, lay.recompute,
-                    lay.micro_batch_size, cand.memory_share > COMFORTABLE_MEMORY, model.layers, tp_before_pp)
+                    lay.micro_batch_size, cand.memory_share > COMFORTABLE_MEMORY, model.layers, order)
 
 
-def _tie_key(tp, pp, cp, ep, vpp, offload, zero, recompute, mbs, crowded, layers, tp_before_pp) -> tuple:
+def _tie_key(tp, pp, cp, ep, vpp, offload, zero, recompute, mbs, crowded, layers, order) -> tuple:
     simplicity = (sum(d > 1 for d in (tp, pp, cp, ep)), tp * pp * cp, layers % pp != 0, vpp,
                   _OFFLOAD.index(offload), zero, _RECOMPUTE.index(recompute), pp, -mbs)
-    if tp_before_pp:
-        return (cp, -tp, crowded, *simplicity)
-    return (cp, *simplicity)
+    if order == "ep_over_tp":
+        return (tp, -ep, crowded, *simplicity)
+    if order == "tp_before_pp":
+        return (-tp, crowded, *simplicity)
+    return simplicity
+
+
+def _tie_order(decisions: Decisions) -> str:
+    """Which preference orders near-ties: the MoE one first, then TP-before-PP, else simplicity."""
+    for feature in ("ep_over_tp", "tp_before_pp"):
+        if feature in decisions.features:
+            return feature
+    return "simplicity"
+
+
+_TIE_WORDS = {"ep_over_tp": "less TP, more EP, memory headroom, then simplicity",
+              "tp_before_pp": "more TP, memory headroom, then simplicity", "simplicity": "simplicity"}
 
 
 def _why_lost(alt: _Candidate, chosen: _Candidate) -> str:
@@ -216,6 +238,8 @@ def _why_lost(alt: _Candidate, chosen: _Candidate) -> str:
     if ta > tc * (1 + NEAR_TIE):
         return f"slower: est. step {ta:.2f} s vs {tc:.2f} s ({ta / tc - 1:+.0%})"
     diffs = []
+    if (ua > COMFORTABLE_MEMORY) != (uc > COMFORTABLE_MEMORY):
+        diffs.append(f"memory {ua:.0%} vs {uc:.0%} of the GPU")
     for name in ("tp", "pp", "cp", "ep", "vpp"):
         if getattr(a, name) != getattr(c, name):
             diffs.append(f"{name} {getattr(a, name)} vs {getattr(c, name)}")
@@ -226,7 +250,7 @@ def _why_lost(alt: _Candidate, chosen: _Candidate) -> str:
             f"the choice: " + ", ".join(diffs))
 
 
-def _ordered(found: list[_Candidate], model: Model, tp_first: bool) -> list[_Candidate]:
+def _ordered(found: list[_Candidate], model: Model, tie_order: str) -> list[_Candidate]:
     """Best first: layouts with memory headroom before tight ones; in each group the near-ties of its
     fastest by `_tie_break`, then the rest by step time."""
     ordered = []
@@ -236,9 +260,9 @@ def _ordered(found: list[_Candidate], model: Model, tp_first: bool) -> list[_Can
             continue
         limit = min(c.step_time for c in scored) * (1 + NEAR_TIE)
         ordered += sorted((c for c in scored if c.step_time <= limit),
-                          key=lambda c: (_tie_break(c, model, tp_first), c.step_time))
+                          key=lambda c: (_tie_break(c, model, tie_order), c.step_time))
         ordered += sorted((c for c in scored if c.step_time > limit),
-                          key=lambda c: (c.step_time, _tie_break(c, model, tp_first)))
+                          key=lambda c: (c.step_time, _tie_break(c, model, tie_order)))
     return ordered
 
 
@@ -376,7 +400,7 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
     # band and whose tie-break key (at its most favourable: least recompute, lowest ZeRO stage,
     # memory headroom) does not come after the current pick's. tests/test_planner_refine.py checks
     # that this makes the choice trying every variant makes.
-    tp_first = "tp_before_pp" in decisions.features
+    tie_order = _tie_order(decisions)
     pending = sorted(((floor, b, mbs, vpp) for b in floors for (mbs, vpp), floor in floors[b].items()
                       if (b, mbs, vpp) not in tried), key=lambda x: x[0])
     while True:
@@ -392,10 +416,10 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
 
     def pick_key() -> tuple:
         group = [c for c in found if not c.tight] or found
-        return min((_tie_break(c, model, tp_first), c.step_time) for c in group if c.step_time <= band)
+        return min((_tie_break(c, model, tie_order), c.step_time) for c in group if c.step_time <= band)
 
     hopefuls = sorted((_tie_key(b[0], b[1], b[2], b[3], vpp, offloads[0], zero_min, recomputes[0], mbs, False,
-                                layers, tp_first), floor, b, mbs, vpp)
+                                layers, tie_order), floor, b, mbs, vpp)
                       for floor, b, mbs, vpp in pending if floor <= band and (b, mbs, vpp) not in tried)
     current = pick_key()
     for key, _floor, b, mbs, vpp in hopefuls:
@@ -407,7 +431,7 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
     chosen: _Candidate | None = None
     checked: dict[int, list] = {}      # id(candidate) -> check_fn's errors, across rounds
     for _round in range(len(floors) + 1):
-        ordered = _ordered(found, model, tp_first)
+        ordered = _ordered(found, model, tie_order)
         chosen, alternatives, rejected = _pick(ordered, check_fn, checked, max_alternatives)
         # Alternatives are reported at their best too: try the variants of each listed shape that
         # could beat its listed time (they stay outside the near-tie band: the choice does not move).
@@ -420,13 +444,13 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
             break
     result.events += rejected
     if chosen is not None:
-        _note_search(result, found, floors, variants, tried, tp_first)
+        _note_search(result, found, floors, variants, tried, tie_order)
     if keep_ranking:
         # every variant of every shape, for benchmarks and tests; the answer above is already made
         examined = result.examined
         for b in floors:
             refine(b, float("inf"))
-        result.ranking = [(c.layout, c.estimate) for c in _ordered(found, model, tp_first)]
+        result.ranking = [(c.layout, c.estimate) for c in _ordered(found, model, tie_order)]
         result.examined = examined
     if chosen is None:
         return None, closest
@@ -438,9 +462,9 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
 
 
 def _note_search(result: PlanResult, found: list[_Candidate], floors: dict, variants: dict, tried: set,
-                 tp_first: bool) -> None:
+                 tie_order: str) -> None:
     n_tight = sum(c.tight for c in found)
-    ties = "no CP, more TP, memory headroom, then simplicity" if tp_first else "no CP, then simplicity"
+    ties = _TIE_WORDS[tie_order]
     result.events.append(("note", f"{len(found)} layouts fit in memory ({n_tight} above "
                                   f"{MAX_MEMORY_UTILIZATION:.0%} of it, ranked last); ranked by estimated "
                                   f"step time; ties within {NEAR_TIE:.0%} go to {ties}", None))
@@ -484,8 +508,14 @@ def _pick(ordered: list[_Candidate], check_fn, checked: dict, max_alternatives: 
 
 def _other_family(cluster, model, training, decisions: Decisions, strategy: str, result: PlanResult,
                   check_fn, keep_ranking: bool) -> None:
-    """Evaluate the family the rules did not choose, so users see what they would gain or lose.
-    Its best layout joins the alternatives with the rule that preferred the chosen family."""
+    """Evaluate the family the rules did not choose. A rule's zero-dp strategy is a preference for
+    the simpler family (the seed's "≤32 cards: start with ZeRO; don't jump to TP/PP"; issue 5 ranks
+    by step time, then simplicity), so it holds among estimates that cannot be told apart: when the
+    model-parallel family's best is faster by more than NEAR_TIE, the cost model wins and the choice
+    moves to it, saying so. The other way round the rules stand: a model-parallel strategy comes
+    from the model outgrowing a node, where ZeRO-3's per-layer gathers over the whole cluster are
+    modelled optimistically (bucketed calls, no per-module latency). Otherwise the other family's
+    best joins the alternatives with the rule that preferred the chosen family."""
     import copy
 
     other = copy.deepcopy(decisions)
@@ -507,7 +537,25 @@ def _other_family(cluster, model, training, decisions: Decisions, strategy: str,
         return
     layout, est = chosen
     rule = decisions.strategy[1] if decisions.strategy else "the default strategy"
-    delta = est.step_time / result.estimate.step_time - 1
+    ours = result.estimate.step_time
+    if strategy == "zero-dp" and est.step_time * (1 + NEAR_TIE) < ours:
+        # The other family again, now with its alternatives, and the preferred family's best as one.
+        moved = PlanResult(None, None, framework)
+        chosen, _ = _search(cluster, model, training, other, family, framework, moved, check_fn,
+                            allow_offload=False, keep_ranking=False)
+        layout, est = chosen
+        result.events.append(("note", f"family {family} ({framework}) is estimated {1 - est.step_time / ours:.0%} "
+                                      f"faster than the best {strategy} layout ({est.step_time:.2f} s vs {ours:.2f} s), "
+                                      f"beyond the {NEAR_TIE:.0%} the estimate cannot separate: it overrides rule "
+                                      f"{rule}'s preference for {strategy}", None))
+        result.events += moved.events
+        kept = Alternative(result.layout, result.estimate, (
+            f"family {strategy} ({result.framework}): est. step {ours:.2f} s ({ours / est.step_time - 1:+.0%}); "
+            f"rule {rule} prefers it, but the estimate puts it beyond the {NEAR_TIE:.0%} band"))
+        result.layout, result.estimate, result.framework = layout, est, framework
+        result.alternatives = moved.alternatives + [kept]
+        return
+    delta = est.step_time / ours - 1
     result.alternatives.append(Alternative(layout, est, (
         f"family {family} ({framework}): est. step {est.step_time:.2f} s ({delta:+.0%}); "
         f"rule {rule} prefers {strategy} for this cluster and model")))
