@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .errors import InputError
+from .estimate.context import megatron_split
 from .layout import Layout
 from .specs import Cluster, Model, Training
 
@@ -150,6 +151,9 @@ MEGATRON_FLAGS: dict[str, MegatronFlag] = dict([
     # _add_distributed_args
     _f("--tensor-model-parallel-size", "int", f"{_DIST}, {_W(144)}"),
     _f("--pipeline-model-parallel-size", "int", f"{_DIST}, {_W(144)}"),
+    _f("--decoder-first-pipeline-num-layers", "int", f"{_DIST}, {_W(144)}",
+       note="with --decoder-last-pipeline-num-layers: an uneven split, the middle stages even (M8)"),
+    _f("--decoder-last-pipeline-num-layers", "int", f"{_DIST}, {_W(144)}"),
     _f("--num-layers-per-virtual-pipeline-stage", "int", f"{_DIST}, {_W(144)}",
        note="at most one of it, --num-virtual-stages-per-pipeline-rank, --pipeline-model-parallel-layout (M8)"),
     _f("--num-virtual-stages-per-pipeline-rank", "int", f"{_DIST}, {_W(144)}", emitted=False),
@@ -290,6 +294,21 @@ def _layers_per_virtual_stage(layout: Layout, model: Model) -> int | None:
 # Megatron-LM
 # ---------------------------------------------------------------------------------------------
 
+def _uneven_split(layout: Layout, model: Model) -> tuple[int, int] | None:
+    """(first, last) stage layers when layers % pp != 0: the split advisor's cost model estimated
+    (estimate.context.megatron_split), which Megatron takes as --decoder-first/last-pipeline-num-layers."""
+    if layout.pp == 1 or model.layers % layout.pp == 0 or layout.framework == "megatron+deepspeed":
+        return None    # (Megatron-DeepSpeed's PipelineModule partitions any layer count by itself)
+    split = megatron_split(model.layers, layout.pp)
+    if split is None:
+        raise InputError("Layout.pp", layout.pp, f"a pipeline degree Megatron can split {model.layers} layers over",
+                         f"layers({model.layers}) % pp({layout.pp}) = {model.layers % layout.pp}: with even middle "
+                         f"stages of {-(-model.layers // layout.pp)} the first and last would get "
+                         f"{model.layers - -(-model.layers // layout.pp) * (layout.pp - 2)} layers between them; "
+                         "such a split needs --pipeline-model-parallel-layout")
+    return split[0], split[-1]
+
+
 def megatron_args(layout: Layout, model: Model, training: Training, cluster: Cluster) -> list[str]:
     """Megatron-LM command-line arguments (for `pretrain_gpt.py`) for this layout and model.
 
@@ -366,6 +385,10 @@ def megatron_args(layout: Layout, model: Model, training: Training, cluster: Clu
     # -- parallelism
     add("--tensor-model-parallel-size", layout.tp)
     add("--pipeline-model-parallel-size", layout.pp)
+    uneven = _uneven_split(layout, model)
+    if uneven is not None:
+        add("--decoder-first-pipeline-num-layers", uneven[0])
+        add("--decoder-last-pipeline-num-layers", uneven[1])
     per_vstage = _layers_per_virtual_stage(layout, model)
     if per_vstage is not None:
         add("--num-layers-per-virtual-pipeline-stage", per_vstage)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from ._unchecked import build_unchecked
 from .actions import Decisions
 from .estimate import estimate_of, size, step_and_floors, step_time_of
+from .estimate.context import megatron_split
 from .layout import Layout
 from .specs import Cluster, Model, Training
 
@@ -93,10 +94,9 @@ def _divisors(n: int) -> list[int]:
 
 
 def _even_or_expressible(layers: int, pp: int) -> bool:
-    """Megatron splits evenly, or with --decoder-first/last-pipeline-num-layers when the middle stages
-    take one layer more than the first and last (remainder == pp - 2): the split the cost model uses."""
-    base, extra = divmod(layers, pp)
-    return base >= 1 and (extra == 0 or (pp > 2 and extra == pp - 2))
+    """Megatron splits evenly, or with --decoder-first/last-pipeline-num-layers around even middle
+    stages (estimate.context.megatron_split, the split the cost model uses)."""
+    return pp <= layers and megatron_split(layers, pp) is not None
 
 
 def _vpp_options(layers: int, pp: int) -> list[int]:

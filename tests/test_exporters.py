@@ -225,6 +225,27 @@ def test_unresolved_inputs_are_named(export):
         export(TP8_PP2.model_copy(update={"dp": 2, "num_microbatches": 256}), LLAMA70, T70, H100_64)
 
 
+def test_megatron_uneven_pipeline_gets_first_and_last_stage_flags():
+    """Llama 3.1 405B: 126 layers on pp 16 run as 7 | 8 x 14 | 7 (the Llama 3 paper's split, and the
+    one the cost model estimated); Megatron refuses 126 % 16 without the two flags (M8)."""
+    model = Model.preset("llama-3.1-405b")
+    layout = Layout(tp=8, pp=16, dp=8, sp=True, zero_stage=1, micro_batch_size=1, num_microbatches=64)
+    training = Training(seq_len=8192, global_batch_size=512)
+    ns = parse(ex.megatron_args(layout, model, training, Cluster(gpu="H100", gpus=1024)))
+    first, last = ns.decoder_first_pipeline_num_layers, ns.decoder_last_pipeline_num_layers
+    middle = (ns.num_layers - first - last) / (ns.pipeline_model_parallel_size - 2)
+    assert (first, last, middle) == (7, 7, 8)
+    even = ex.megatron_args(TP8_PP2, LLAMA70, T70, H100_64)
+    assert "--decoder-first-pipeline-num-layers" not in even
+    # DeepSeek-V3's 61 layers on pp 16: middle stages of 4, first and last 2 + 3 (the zoo runs 4 + 1)
+    ns = parse(ex.megatron_args(layout.model_copy(update={"ep": 8, "etp": 1}), Model.preset("deepseek-v3"),
+                                training, Cluster(gpu="H100", gpus=1024)))
+    assert (ns.decoder_first_pipeline_num_layers, ns.decoder_last_pipeline_num_layers) == (2, 3)
+    # 126 layers on pp 20: middle stages of 7 leave nothing for the first and last
+    with pytest.raises(advisor.InputError, match=r"Layout\.pp[\s\S]*% pp\(20\) = 6"):
+        ex.megatron_args(layout.model_copy(update={"pp": 20}), model, training, Cluster(gpu="H100", gpus=1280))
+
+
 def test_megatron_refuses_what_it_cannot_express():
     with pytest.raises(advisor.InputError, match=r"Layout\.vpp[\s\S]*% \(pp\(2\) \* vpp\(3\) = 6\) = 2"):
         ex.megatron_args(TP8_PP2.model_copy(update={"vpp": 3}), LLAMA70, T70, H100_64)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..architecture import ParameterCount, count_parameters
 from ..errors import InputError
 
-__all__ = ["Ctx", "resolve", "stage_layers", "hbm_bandwidth"]
+__all__ = ["Ctx", "resolve", "stage_layers", "megatron_split", "hbm_bandwidth"]
 
 MEGATRON_FRAMEWORKS = ("megatron", "megatron+deepspeed")
 DEEPSPEED_FRAMEWORKS = ("deepspeed", "megatron+deepspeed")
@@ -44,11 +44,32 @@ def hbm_bandwidth(gpu) -> float:
     return _HBM.get(gpu.name, gpu.peak_flops / 150.0)
 
 
+def megatron_split(layers: int, pp: int) -> list[int] | None:
+    """Transformer layers per pipeline stage as Megatron-LM runs them: an even split when pp divides
+    layers (M8), else lighter first and last stages around even middle ones, the split
+    --decoder-first/last-pipeline-num-layers express (arguments.py; Megatron requires the middle
+    stages to split evenly). The middle stages take m = ceil(layers / pp) each and the first and last
+    share the rest, the first taking the smaller half because it also holds the embedding and the
+    most micro-batches in flight (Llama 3 paper §3.3.2 removes a layer from the first and last stages
+    of 126 on PP16: 7 | 8 x 14 | 7). None when no such split exists (the rest would leave a stage
+    empty; Megatron then needs --pipeline-model-parallel-layout)."""
+    if layers % pp == 0:
+        return [layers // pp] * pp
+    m = -(-layers // pp)
+    rest = layers - m * (pp - 2)
+    if rest < 2:
+        return None
+    first = rest // 2
+    return [first] + [m] * (pp - 2) + [rest - first]
+
+
 def stage_layers(layers: int, pp: int) -> list[int]:
-    """Transformer layers per pipeline stage. Uniform when pp divides layers (Megatron M8); otherwise
-    the remainder goes to the middle stages first, then the last, then the first, because the first
-    stage also holds the embedding and the last the logits (Llama 3 paper §3.3.2 removes a layer from
-    the first and last stages for the same reason)."""
+    """Transformer layers per pipeline stage: megatron_split's where it exists; otherwise the remainder
+    goes to the middle stages first, then the last, then the first (an approximation of a custom
+    --pipeline-model-parallel-layout, or of DeepSpeed's PipelineModule balancing)."""
+    split = megatron_split(layers, pp)
+    if split is not None:
+        return split
     base, extra = divmod(layers, pp)
     counts = [base] * pp
     order = list(range(1, pp - 1)) + ([pp - 1, 0] if pp > 1 else [0])
@@ -224,18 +245,26 @@ def _split(fields: dict, splits: dict, pp: int) -> tuple:
                  - _moe_layers_before(lo, experts, dense_first, freq))
         split.append((n_layers, n_layers - n_moe, n_moe))
         lo += n_layers
-    # First, last and the heaviest middle stage: the only candidates for the most-loaded rank.
+    # First, last and the heaviest middle stages: the only candidates for the most-loaded (and the
+    # slowest) rank. Among middle stages the earliest of the most layers holds the most micro-batches
+    # in flight; with MoE, the earliest of the most MoE layers (heavier in memory, compute and EP
+    # traffic) too, which differs when a middle stage mixes the last dense layers with MoE ones.
     if pp == 1:
         cand = (0,)
     else:
         cand = [0, pp - 1]
         if pp > 2:
-            mid = max(range(1, pp - 1), key=lambda i: stages[i])
+            middle = range(1, pp - 1)
+            mid = max(middle, key=lambda i: stages[i])
             # a dense middle stage with no more layers than the first holds fewer in-flight
             # micro-batches and no embedding, so it can only be the most-loaded one when it has more
             # (or MoE) layers
             if stages[mid] > stages[0] or experts > 1:
                 cand.append(mid)
+            if experts > 1:
+                mid_moe = max(middle, key=lambda i: (split[i][2], split[i][0]))
+                if mid_moe not in cand:
+                    cand.append(mid_moe)
         cand = tuple(cand)
     value = (stages, tuple(split), cand)
     if len(splits) < 256:
