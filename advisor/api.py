@@ -15,6 +15,7 @@ from typing import Any
 from ._version import __version__
 from .actions import Decisions
 from .engine import make_engine, select_engine
+from .estimate.assumptions import Assumptions
 from .evaluator import normalize_fact
 from .facts import build_facts, resolve_training
 from .planner import plan
@@ -25,7 +26,7 @@ from .trace import NotFired, RuleReference, Trace, TraceEvent
 from .whynot import not_fired_report
 from .errors import InputError
 
-__all__ = ["recommend", "recommend_with_ranking", "coerce", "as_cluster", "as_model", "as_training",
+__all__ = ["recommend", "recommend_with_ranking", "coerce", "as_cluster", "as_model", "as_training", "as_assumptions",
            "evaluate_rules"]
 
 _ENGINES: dict[tuple[str, str | None], Any] = {}
@@ -105,28 +106,43 @@ def evaluate_rules(book: RuleBook, facts: dict, engine_name: str | None = None,
 
 
 def recommend(cluster: Any, model: Any, training: Any = None, *, rules: tuple[str | Path, ...] = (),
-              engine: str | None = None) -> Recommendation:
+              engine: str | None = None, assumptions: Any = None) -> Recommendation:
     """Recommend a parallel layout for training `model` on `cluster`, with the reasons.
 
     `cluster`, `model` and `training` accept the advisor objects, dicts of their fields, and (for the
     model) preset names. `rules` adds site rule files after the built-in ones. `engine` forces
     "durable" or "python" (default: the ADVISOR_ENGINE variable, else durable where it imports).
+    `assumptions` (an advisor.estimate.Assumptions or a dict of its fields) describes how your
+    framework runs (e.g. NeMo 1.x's bf16 gradient buffers: {"megatron_main_grad_bytes": 2}); every
+    estimate behind the choice uses it, and the trace lists what differs from the defaults.
     """
-    return _recommend(cluster, model, training, rules, engine, keep_ranking=False)[0]
+    return _recommend(cluster, model, training, rules, engine, assumptions, keep_ranking=False)[0]
 
 
 def recommend_with_ranking(cluster: Any, model: Any, training: Any = None, *, rules: tuple[str | Path, ...] = (),
-                           engine: str | None = None):
+                           engine: str | None = None, assumptions: Any = None):
     """`recommend()`, plus every layout that fit, best first, as (Layout, Estimate) pairs. Slower:
     it tries the virtual-stage and micro-batch variants of every shape, where `recommend` stops at
     those that could change its answer (the Recommendation is the same)."""
-    return _recommend(cluster, model, training, rules, engine, keep_ranking=True)
+    return _recommend(cluster, model, training, rules, engine, assumptions, keep_ranking=True)
+
+
+def as_assumptions(value: Any) -> Assumptions | None:
+    if value is None:
+        return None
+    return coerce(value, Assumptions, "assumptions", "an advisor.estimate.Assumptions, a dict of its fields, or None")
 
 
 def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path, ...], engine: str | None,
-               keep_ranking: bool):
+               assumptions: Any, keep_ranking: bool):
     cluster, model = as_cluster(cluster), as_model(model)
     training, notes = resolve_training(model, as_training(training))
+    assumptions = as_assumptions(assumptions)
+    if assumptions is not None:
+        changed = {k: v for k, v in assumptions.model_dump().items() if v != Assumptions.model_fields[k].default}
+        if changed:
+            notes = [*notes, "cost-model assumptions differ from the defaults: "
+                     + ", ".join(f"{k}={v!r}" for k, v in changed.items())]
     book = _rulebook(tuple(rules))
     facts = build_facts(cluster, model, training)
     fired, engine_name = evaluate_rules(book, facts, engine)
@@ -161,11 +177,12 @@ def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path,
         found, _ = layout_findings(book, cluster, model, training, layout, est.memory, "python", trusted=True)
         return [(f.rule_id, f.message) for f in found if f.severity == "error"]
 
-    result = plan(cluster, model, training, decisions, legality_errors, keep_ranking=keep_ranking)
+    result = plan(cluster, model, training, decisions, legality_errors, keep_ranking=keep_ranking,
+                  assumptions=assumptions)
     findings = []
     if result.layout is not None:
         findings, _ = layout_findings(book, cluster, model, training, result.layout, result.estimate.memory, engine,
-                                      _zero_only_fits(cluster, model, result.layout, training))
+                                      _zero_only_fits(cluster, model, result.layout, training, assumptions))
     for op, message, candidate in result.events:
         add(op, message, candidate=candidate)
     if result.layout is not None:

@@ -111,7 +111,7 @@ def _safe_estimate(cluster, model, layout, training, full: bool, assumptions=Non
         return None
 
 
-def _zero_only_fits(cluster: Cluster, model: Model, layout: Layout, training: Training) -> bool:
+def _zero_only_fits(cluster: Cluster, model: Model, layout: Layout, training: Training, assumptions=None) -> bool:
     """Would DeepSpeed ZeRO-2/3 with tp = pp = cp = 1 fit (no offload)? Asked only on <= 32 GPUs with TP/PP."""
     if cluster.gpus > 32 or (layout.tp == 1 and layout.pp == 1):
         return False
@@ -122,7 +122,7 @@ def _zero_only_fits(cluster: Cluster, model: Model, layout: Layout, training: Tr
         for recompute in ("none", "full"):
             candidate = Layout(framework="deepspeed", dp=cluster.gpus, zero_stage=zero, recompute=recompute,
                                micro_batch_size=mbs)
-            mem = _safe_estimate(cluster, model, candidate, training, full=False)
+            mem = _safe_estimate(cluster, model, candidate, training, full=False, assumptions=assumptions)
             if mem is not None and mem.fits:
                 return True
     return False
@@ -166,7 +166,7 @@ def audit(cluster: Any, model: Any, layout: Any, training: Any = None, *, rules:
     training, _ = resolve_training(model, as_training(training))
     book = _rulebook(tuple(rules))
     est = _safe_estimate(cluster, model, layout, training, full=True, assumptions=assumptions)
-    zero_fits = _zero_only_fits(cluster, model, layout, training)
+    zero_fits = _zero_only_fits(cluster, model, layout, training, assumptions)
     findings, engine_name = layout_findings(book, cluster, model, training, layout,
                                             est.memory if est is not None else None, engine, zero_fits)
     if layout.num_microbatches is None and training.global_batch_size % (layout.micro_batch_size * layout.dp) == 0:

@@ -34,6 +34,9 @@ def _situation_args(r: argparse.ArgumentParser) -> None:
     r.add_argument("--no-flash-attention", action="store_true", help="FlashAttention kernels are not available")
     r.add_argument("--rules", nargs="*", default=[], metavar="FILE", help="extra site rule files (TOML)")
     r.add_argument("--engine", choices=["durable", "python"], help="rule engine (default: durable where it imports)")
+    r.add_argument("--assume", action="append", default=[], metavar="NAME=VALUE",
+                   help="a cost-model assumption (see advisor.estimate.Assumptions), e.g. "
+                        "megatron_main_grad_bytes=2 or tp_comm_overlap=true; repeatable")
     r.add_argument("--json", action="store_true", help="same as --format json")
     r.add_argument("--format", choices=FORMATS, default="text",
                    help="text, JSON, or a launch config for Megatron-LM, DeepSpeed or torchtitan")
@@ -102,11 +105,32 @@ def _export(fmt: str, layout, model, training, cluster) -> str:
     return exporters.torchtitan_toml(layout, model, training, cluster)
 
 
+def _assumptions(items: list[str]):
+    """--assume NAME=VALUE pairs as Assumptions; VALUE is read as JSON (2, 0.5, true, ["mlp"]) or else
+    taken as a string."""
+    if not items:
+        return None
+    from .estimate import Assumptions
+    from .errors import InputError
+
+    values = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name:
+            raise InputError("--assume", item, "NAME=VALUE, e.g. megatron_main_grad_bytes=2")
+        try:
+            values[name.strip()] = json.loads(text)
+        except json.JSONDecodeError:
+            values[name.strip()] = text
+    return Assumptions(**values)
+
+
 def _recommend(args) -> int:
     from .api import recommend
 
     cluster, model, training = _situation(args)
-    rec = recommend(cluster, model, training, rules=tuple(args.rules), engine=args.engine)
+    rec = recommend(cluster, model, training, rules=tuple(args.rules), engine=args.engine,
+                    assumptions=_assumptions(args.assume))
     fmt = "json" if args.json else args.format
     if fmt == "json":
         print(rec.model_dump_json(indent=2))
@@ -130,7 +154,8 @@ def _audit(args) -> int:
             fields[dim] = getattr(args, dim)
     if args.num_microbatches is not None:
         fields["num_microbatches"] = args.num_microbatches
-    report = audit(cluster, model, Layout(**fields), training, rules=tuple(args.rules), engine=args.engine)
+    report = audit(cluster, model, Layout(**fields), training, rules=tuple(args.rules), engine=args.engine,
+                   assumptions=_assumptions(args.assume))
     fmt = "json" if args.json else args.format
     if fmt == "json":
         print(report.model_dump_json(indent=2))

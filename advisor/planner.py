@@ -267,7 +267,7 @@ def _ordered(found: list[_Candidate], model: Model, tie_order: str) -> list[_Can
 
 
 def _search(cluster, model, training, decisions, strategy, framework, result: PlanResult, check_fn,
-            allow_offload: bool, keep_ranking: bool, max_alternatives: int = MAX_ALTERNATIVES):
+            allow_offload: bool, keep_ranking: bool, max_alternatives: int = MAX_ALTERNATIVES, assumptions=None):
     gbs = training.global_batch_size
     mbs_options = (training.micro_batch_size,) if training.micro_batch_size else MBS_OPTIONS
     recomputes = ("none", "full") if framework == "deepspeed" else _RECOMPUTE   # selective is Megatron's
@@ -309,7 +309,7 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
                 # Memory only shrinks with more recompute: test the most frugal level first, and skip
                 # the others when even it does not fit.
                 frugal = layout_for(zero, recomputes[-1], offload)
-                frugal_sized = sized = size(cluster, model, frugal, training)
+                frugal_sized = sized = size(cluster, model, frugal, training, assumptions)
                 result.examined += 1
                 if not (sized.fits and sized.host_fits):
                     if closest is None or sized.total < closest[1].total:
@@ -327,7 +327,7 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
                         layout, sized = frugal, frugal_sized
                     else:
                         layout = layout_for(zero, recompute, offload)
-                        sized = size(cluster, model, layout, training)
+                        sized = size(cluster, model, layout, training, assumptions)
                         result.examined += 1
                     if sized.fits and sized.host_fits:
                         tight = sized.total > MAX_MEMORY_UTILIZATION * sized.capacity
@@ -507,7 +507,7 @@ def _pick(ordered: list[_Candidate], check_fn, checked: dict, max_alternatives: 
 
 
 def _other_family(cluster, model, training, decisions: Decisions, strategy: str, result: PlanResult,
-                  check_fn, keep_ranking: bool) -> None:
+                  check_fn, keep_ranking: bool, assumptions=None) -> None:
     """Evaluate the family the rules did not choose. A rule's zero-dp strategy is a preference for
     the simpler family (the seed's "≤32 cards: start with ZeRO; don't jump to TP/PP"; issue 5 ranks
     by step time, then simplicity), so it holds among estimates that cannot be told apart: when the
@@ -529,7 +529,7 @@ def _other_family(cluster, model, training, decisions: Decisions, strategy: str,
         other.zero_stages = ((1, 2, 3), "planner")
     side = PlanResult(None, None, framework)
     chosen, _ = _search(cluster, model, training, other, family, framework, side, check_fn,
-                        allow_offload=False, keep_ranking=keep_ranking, max_alternatives=0)
+                        allow_offload=False, keep_ranking=keep_ranking, max_alternatives=0, assumptions=assumptions)
     result.examined += side.examined
     seen = {(l.tp, l.pp, l.cp, l.ep) for l, _ in result.ranking}
     result.ranking += [c for c in side.ranking if (c[0].tp, c[0].pp, c[0].cp, c[0].ep) not in seen]
@@ -542,7 +542,7 @@ def _other_family(cluster, model, training, decisions: Decisions, strategy: str,
         # The other family again, now with its alternatives, and the preferred family's best as one.
         moved = PlanResult(None, None, framework)
         chosen, _ = _search(cluster, model, training, other, family, framework, moved, check_fn,
-                            allow_offload=False, keep_ranking=False)
+                            allow_offload=False, keep_ranking=False, assumptions=assumptions)
         layout, est = chosen
         result.events.append(("note", f"family {family} ({framework}) is estimated {1 - est.step_time / ours:.0%} "
                                       f"faster than the best {strategy} layout ({est.step_time:.2f} s vs {ours:.2f} s), "
@@ -562,9 +562,10 @@ def _other_family(cluster, model, training, decisions: Decisions, strategy: str,
 
 
 def plan(cluster: Cluster, model: Model, training: Training, decisions: Decisions,
-         check_fn=lambda layout, est: [], keep_ranking: bool = False) -> PlanResult:
+         check_fn=lambda layout, est: [], keep_ranking: bool = False, assumptions=None) -> PlanResult:
     """Pick the fastest layout (by the cost model) that the rules allow, that fits, and that has no
-    error from `check_fn` (the audit's legality rules: a list of (rule id, message))."""
+    error from `check_fn` (the audit's legality rules: a list of (rule id, message)). `assumptions`:
+    the cost model's knobs (advisor.estimate.Assumptions; None: its defaults)."""
     framework = decisions.framework[0] if decisions.framework else "megatron"
     strategy = decisions.strategy[0] if decisions.strategy else "model-parallel"
     result = PlanResult(None, None, framework)
@@ -572,10 +573,10 @@ def plan(cluster: Cluster, model: Model, training: Training, decisions: Decision
         result.events.append(("note", "no rule chose a strategy: model-parallel", None))
     args = (cluster, model, training)
     chosen, closest = _search(*args, decisions, strategy, framework, result, check_fn,
-                              allow_offload=False, keep_ranking=keep_ranking)
+                              allow_offload=False, keep_ranking=keep_ranking, assumptions=assumptions)
     if chosen is None and strategy == "zero-dp":
         chosen, closest = _search(*args, decisions, strategy, framework, result, check_fn,
-                                  allow_offload=True, keep_ranking=keep_ranking)
+                                  allow_offload=True, keep_ranking=keep_ranking, assumptions=assumptions)
         if chosen is not None:
             result.events.append(("note", "nothing fits on the GPUs alone: ZeRO offload to host memory", None))
     if chosen is None and strategy == "zero-dp":
@@ -588,7 +589,7 @@ def plan(cluster: Cluster, model: Model, training: Training, decisions: Decision
         result.framework = framework
         result.events.append(("note", "widening to model-parallel with Megatron-LM (TP inside the NVLink domain, then PP)", None))
         chosen, closest = _search(*args, decisions, "model-parallel", framework, result, check_fn,
-                                  allow_offload=False, keep_ranking=keep_ranking)
+                                  allow_offload=False, keep_ranking=keep_ranking, assumptions=assumptions)
     if chosen is None:
         if closest is not None:
             result.events.append(("reject", f"no layout fits; closest {closest[0].id} needs "
@@ -599,5 +600,5 @@ def plan(cluster: Cluster, model: Model, training: Training, decisions: Decision
                                             "(heads, layers, global batch vs dp)", None))
         return result
     result.layout, result.estimate = chosen
-    _other_family(cluster, model, training, decisions, strategy, result, check_fn, keep_ranking)
+    _other_family(cluster, model, training, decisions, strategy, result, check_fn, keep_ranking, assumptions)
     return result

@@ -6,7 +6,7 @@ For every published record that reports a throughput (`reported`: tokens/s/GPU, 
 the reported figure is turned back into a measured step time with the FLOP convention of the source
 that printed it, and compared with `advisor.estimate` of the published layout (with the record's
 framework `assumptions`, plus what the source says it ran with: the Megatron-LM README runs used
---tp-comm-overlap, see `STATED`). Prints:
+--tp-comm-overlap, see benchmarks/published.py). Prints:
 1. per record: layout, measured vs estimated step time, and both as MFU in advisor's convention
    (model FLOPs: 6N + full s^2 attention + logits, no recompute, over the dense 16-bit peak);
 2. error statistics (signed median, mean |error|, worst) by source, by model size and overall, over
@@ -142,16 +142,10 @@ def size_bucket(n_params: float) -> str:
 
 # ----------------------------------------------------------------------------- evaluation
 
-# How the source says its runs were configured, where that is an `Assumptions` knob. Megatron-LM README
-# ("Training Speed and Scalability"): "We perform fine-grained overlapping of data-parallel
-# (--overlap-grad-reduce --overlap-param-gather), tensor-parallel (--tp-comm-overlap) and
-# pipeline-parallel communication (enabled by default) with computation".
-STATED = {"megatron-readme-h100": {"tp_comm_overlap": True}}
-
-
 def run_assumptions(rec, A_base: Assumptions) -> Assumptions:
+    """The base assumptions with the options the record (or its source) states: rec.assumptions,
+    from benchmarks/published.py (e.g. the Megatron-LM README's --tp-comm-overlap)."""
     upd = dict(rec.assumptions)
-    upd.update(STATED.get(source_of(rec.id), {}))
     return A_base.model_copy(update=upd) if upd else A_base
 
 

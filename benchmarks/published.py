@@ -305,6 +305,14 @@ class _Skip(Exception):
     pass
 
 
+# Sources that state, for every run they report, an option the records' fields cannot carry.
+# Megatron-LM README "Training Speed and Scalability" (the H100 weak-scaling table, records
+# mcore-h100-weak-* and megatron-lm-readme-h100-*): "We perform fine-grained overlapping of
+# data-parallel (--overlap-grad-reduce --overlap-param-gather), tensor-parallel (--tp-comm-overlap)
+# and pipeline-parallel communication (enabled by default) with computation".
+_TP_COMM_OVERLAP_SOURCES = ("mcore-h100-weak-", "megatron-lm-readme-h100-")
+
+
 def _build(r: dict) -> PublishedRecord:
     rec = PublishedRecord(id=r["id"], raw=r)
     A = rec.assumed
@@ -375,6 +383,11 @@ def _build(r: dict) -> PublishedRecord:
             rec.assumptions["megatron_optimizer_bytes"] = 4.0
             A.append("optimizer states bf16 m, v = 4 B/param (NeMo 1.x SFT config: distributed_fused_adam, "
                      "optim.dtype bf16)")
+    notes = r.get("notes") or ""
+    if "--tp-comm-overlap" in notes or r["id"].startswith(_TP_COMM_OVERLAP_SOURCES):
+        # stated by the record, or by its source document for all of its runs (see below)
+        rec.assumptions["tp_comm_overlap"] = True
+        A.append("--tp-comm-overlap (stated by the source)")
     if kind == "fsdp" and "trl" in fw:
         # alignment-handbook recipes load the model with torch_dtype: bfloat16: no fp32 master copy
         rec.assumptions["fsdp_state_bytes"] = (2.0, 2.0, 4.0)

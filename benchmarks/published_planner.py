@@ -3,7 +3,9 @@
     python benchmarks/published_planner.py [path/to/published-layouts-dev.jsonl] [--verbose]
 
 For every published record that can be built, runs `recommend` on the same cluster, model, sequence
-length, global batch and precision, then prints:
+length, global batch and precision, with the cost-model assumptions that describe the record's
+framework (benchmarks/published.py: e.g. NeMo 1.x bf16 gradient buffers, a stated --tp-comm-overlap;
+never the layout), then prints:
 - exact agreement on TP, on (TP, PP), and on (TP, PP, CP, EP);
 - the rank of the published shape (tp, pp, cp, ep) among the advisor's ranked candidate shapes
   (best per shape), or why it is not a candidate (does not fit the estimate, pruned by a rule);
@@ -24,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import advisor  # noqa: E402
 from advisor.api import recommend_with_ranking  # noqa: E402
+from advisor.estimate import Assumptions  # noqa: E402
 from benchmarks.published import load_records  # noqa: E402
 
 SHAPE = ("tp", "pp", "cp", "ep")
@@ -45,7 +48,10 @@ def main(argv: list[str]) -> int:
     for rec in load_records(Path(paths[0]) if paths else None):
         # Same seq, global batch, precision; the micro-batch is the planner's to choose.
         training = rec.training.model_copy(update={"micro_batch_size": None})
-        result, ranking = recommend_with_ranking(rec.cluster, rec.model, training)
+        # the framework's own cost parameters (bf16 gradient buffers, stated overlap flags, ...):
+        # the same the fit and throughput benchmarks use; the layout choice stays the advisor's
+        A = Assumptions(**rec.assumptions) if rec.assumptions else None
+        result, ranking = recommend_with_ranking(rec.cluster, rec.model, training, assumptions=A)
         pub = _shape(rec.layout)
         shapes = []
         for layout, _ in ranking:
@@ -53,7 +59,7 @@ def main(argv: list[str]) -> int:
                 shapes.append(_shape(layout))
         rank = shapes.index(pub) + 1 if pub in shapes else None
         try:
-            pub_est = advisor.estimate(rec.cluster, rec.model, rec.layout, rec.training)
+            pub_est = advisor.estimate(rec.cluster, rec.model, rec.layout, rec.training, A)
             rel = pub_est.step_time / result.estimates.step_time if result.estimates else None
             fits = pub_est.memory.fits
         except advisor.AdvisorError as exc:

@@ -184,3 +184,22 @@ def test_planner_layouts_serialise_like_validated_ones(large_tp_pp):
     lay = large_tp_pp.layout
     assert advisor.Layout.model_validate_json(lay.model_dump_json()) == lay
     assert advisor.Layout(**lay.model_dump()).model_dump_json() == lay.model_dump_json()
+
+
+def test_assumptions_describe_the_framework_and_reach_every_estimate():
+    """NeMo 1.x keeps bf16 gradient buffers: with that assumption the same choice needs less memory,
+    and the trace says what differs from the defaults."""
+    args = (Cluster(gpu="H100-SXM-80GB", gpus=64), "llama-3-70b", Training(seq_len=8192, global_batch_size=512))
+    plain = advisor.recommend(*args)
+    nemo = advisor.recommend(*args, assumptions={"megatron_main_grad_bytes": 2.0})
+    assert nemo.estimates.assumptions.megatron_main_grad_bytes == 2.0
+    assert plain.estimates.assumptions.megatron_main_grad_bytes == 4.0
+    same = advisor.estimate(args[0], Model.preset("llama-3-70b"), nemo.layout, nemo.training,
+                            nemo.estimates.assumptions)
+    assert same.memory.total == nemo.estimates.memory.total
+    if nemo.layout == plain.layout:
+        assert nemo.estimates.memory.gradients == plain.estimates.memory.gradients // 2
+    assert any("megatron_main_grad_bytes=2.0" in e.message for e in nemo.trace.events if e.op == "input")
+    assert not any("assumptions" in e.message for e in plain.trace.events if e.op == "input")
+    with pytest.raises(ValueError, match="megatron_main_grad_byte"):
+        advisor.recommend(*args, assumptions={"megatron_main_grad_byte": 2.0})
