@@ -105,18 +105,19 @@ def digest(result) -> str:
 # regenerated when Assumptions gained megatron_optimizer_bytes and recompute_modules (echoed in
 # Estimate.assumptions, so every digest changed): with those two keys removed from the dumps the
 # digests equal the b9ce97d ones bit for bit, and step_time / memory.total are unchanged.
-# Regenerated for 70b-pp7-mid-heavier and deepseek-v3-ep when uneven pipeline splits became
-# Megatron's first/last form (context.megatron_split: 10 | 12 x 5 | 10 and 2 | 4 x 14 | 3, the
-# splits --decoder-first/last-pipeline-num-layers can express); memory totals are unchanged for the
-# 70B case (a middle stage is the most-loaded either way), DeepSeek-V3 moves by 0.2%.
+# Regenerated for 70b-pp3-uneven-full and 70b-pp7-mid-heavier when uneven pipeline splits became
+# Megatron's first/last form (context.megatron_split: 27 | 27 | 26 and 10 | 12 x 5 | 10, splits
+# --decoder-first/last-pipeline-num-layers can express; the old split put the remainder on the
+# middle stages first). 70b-pp3: the first stage now holds 27 layers, memory +0.9%; 70b-pp7: a middle
+# stage is the most-loaded either way, memory unchanged.
 # id -> (estimate digest, memory_only digest, step_time, memory.total)
 EXPECTED = {
     '70b-tp8pp2-zero1': ('4f91172b5948305787f72c880d5e729462f4b243218aa9f51a3a22a980631086',
         '2ef9f6fc1318516cafc707430f66d29d52a23ac128700bcf3fc3c6eba7ce12ea', 62.964122821951015, 64873254092),
     '70b-tp8pp4-vpp5-sel': ('81b5b52a2d90a4f95b3ecbfe52e84d5591b5c60f815d29dcfd030cb4b6b040c9',
         'b649dfc0d941e5822aae05b5fea9aeadfda964373d2cc1b45cfe6b70252a8a6b', 16.548901192781763, 55952028467),
-    '70b-pp3-uneven-full': ('e8bfd28aa8585c0ec95d00869822064d6652c23bb86867678e0a9f1c4ad6f6f5',
-        '4d33c507b7ae360e86115eedb9a5804e03e94c04c2341270f68e02ae318c0e2c', 7.964978579463402, 39152169779),
+    '70b-pp3-uneven-full': ('33529f826f18e72754518f596cac2204ebc97585ce26a15500c6424a49b92c07',
+        'f4ce28aaeb696b09e53be7524cc67100cb2d553e49e7ab4c6ba402e6922ec9c0', 7.755401775137314, 39513407488),
     '70b-pp7-mid-heavier': ('db296113b79a53a3f427ac3c572a02168aa4eab68dc0302e4fc9d196a2189dd6',
         '81f1dd762b152e8e39aab4d1d4278fdbaf13f938affbed44769b8626ccec57cf', 0.8476223855471311, 40431779840),
     '405b-128k-cp16': ('e6ffc7525878a1a6c61fa2b2beea6877eb583ef3fb40811cd2f6b2e65a04404f',
@@ -127,8 +128,8 @@ EXPECTED = {
         '9e0879e5941eb15faa507c911dc0da6e52667fde86efd69aa1f09e780dbeacde', 27.756132172776415, 63580871065),
     'bloom-ds-zero1-pp': ('f20e44e9471c20d911fe12337f32b659d51c6b22171f9018b153c6b8d6e3437f',
         '055ff9f6f63ebe26cfab03925e66bb4452dbb08f3eb60f4669a7dae2d1e2fbc9', 65.75000696296287, 54940390835),
-    'deepseek-v3-ep': ('2cb2f3a321eed5bfcdbcec8fa821da6430e7b116d98efed3eaf5f898a58ef175',
-        '03960cb18243b3b9864154c44b9fc9b3f29d708e66934cf3d3f4bd6f5daa3ab4', 26.41332899594894, 14517585254),
+    'deepseek-v3-ep': ('87c3be99d8b58b1fb9015d35a8f52a69dbdb2a20166365160d404219b0c49441',
+        '0ad157a92b20948d9752379e848611477adc27db4841c4bfe0e6cc376031c0d0', 26.411782093843673, 14546162534),
     'deepseek-v3-etp': ('4fb72a546e7dc6ec3625bc4554d923b3c3e97d5c8187e01e66283d5305be4ac0',
         '98198e5fc1d7684b1f8942a25df2604e56c2338210fdd00f3da0aa8e2da93996', 14.388130150153358, 104546178159),
     'mixtral-ep8': ('991fa2f7e6d4c6d4bdd40dba4c55495cd51fb2723ad21b8395d85103db59df3a',

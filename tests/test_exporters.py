@@ -237,10 +237,10 @@ def test_megatron_uneven_pipeline_gets_first_and_last_stage_flags():
     assert (first, last, middle) == (7, 7, 8)
     even = ex.megatron_args(TP8_PP2, LLAMA70, T70, H100_64)
     assert "--decoder-first-pipeline-num-layers" not in even
-    # DeepSeek-V3's 61 layers on pp 16: middle stages of 4, first and last 2 + 3 (the zoo runs 4 + 1)
+    # DeepSeek-V3's 61 layers on pp 16: middle stages of 4, first and last 3 + 2 (NeMo's recipe)
     ns = parse(ex.megatron_args(layout.model_copy(update={"ep": 8, "etp": 1}), Model.preset("deepseek-v3"),
                                 training, Cluster(gpu="H100", gpus=1024)))
-    assert (ns.decoder_first_pipeline_num_layers, ns.decoder_last_pipeline_num_layers) == (2, 3)
+    assert (ns.decoder_first_pipeline_num_layers, ns.decoder_last_pipeline_num_layers) == (3, 2)
     # 126 layers on pp 20: middle stages of 7 leave nothing for the first and last
     with pytest.raises(advisor.InputError, match=r"Layout\.pp[\s\S]*% pp\(20\) = 6"):
         ex.megatron_args(layout.model_copy(update={"pp": 20}), model, training, Cluster(gpu="H100", gpus=1280))

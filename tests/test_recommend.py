@@ -203,3 +203,20 @@ def test_assumptions_describe_the_framework_and_reach_every_estimate():
     assert not any("assumptions" in e.message for e in plain.trace.events if e.op == "input")
     with pytest.raises(ValueError, match="megatron_main_grad_byte"):
         advisor.recommend(*args, assumptions={"megatron_main_grad_byte": 2.0})
+
+
+def test_era_site_rules_of_the_planner_benchmark_bind():
+    """benchmarks/era/: a site rule for Megatron-LM before its distributed optimizer. Without optimizer
+    sharding GPT-3 175B needs many more pipeline stages (NVIDIA ran it as TP8 PP16 on 1,024 A100s)."""
+    from pathlib import Path
+    era = Path(__file__).resolve().parents[1] / "benchmarks" / "era"
+    args = (Cluster(gpu="A100-80GB", gpus=1024), "gpt-3-175b", Training(seq_len=2048, global_batch_size=1536))
+    modern = advisor.recommend(*args)
+    legacy = advisor.recommend(*args, rules=(era / "megatron-before-distributed-optimizer.toml",))
+    assert "era.megatron-no-distributed-optimizer" in legacy.trace.fired()
+    assert modern.layout.zero_stage == 1 and legacy.layout.zero_stage == 0
+    assert legacy.layout.pp >= 4 * modern.layout.pp
+    no_pp = advisor.recommend(Cluster(gpu="V100-32GB", gpus=512), "gpt-3-175b",
+                              Training(seq_len=1024, global_batch_size=512),
+                              rules=tuple(sorted(era.glob("*.toml"))))
+    assert no_pp.layout is None or no_pp.layout.pp == 1

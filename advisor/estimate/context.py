@@ -49,18 +49,19 @@ def megatron_split(layers: int, pp: int) -> list[int] | None:
     layers (M8), else lighter first and last stages around even middle ones, the split
     --decoder-first/last-pipeline-num-layers express (arguments.py; Megatron requires the middle
     stages to split evenly). The middle stages take m = ceil(layers / pp) each and the first and last
-    share the rest, the first taking the smaller half because it also holds the embedding and the
-    most micro-batches in flight (Llama 3 paper §3.3.2 removes a layer from the first and last stages
-    of 126 on PP16: 7 | 8 x 14 | 7). None when no such split exists (the rest would leave a stage
-    empty; Megatron then needs --pipeline-model-parallel-layout)."""
+    share the rest, the last taking the smaller half because it also computes the logits and the
+    loss (and MTP): Llama 3 paper §3.3.2 removes a layer from the first and last stages of 126 on
+    PP16 (7 | 8 x 14 | 7); NeMo's DeepSeek-V3 recipe runs 61 layers on PP16 as 3 | 4 x 14 | 2, the
+    Megatron MoE model zoo as 4 | 4 x 14 | 1. None when no such split exists (the rest would leave a
+    stage empty; Megatron then needs --pipeline-model-parallel-layout)."""
     if layers % pp == 0:
         return [layers // pp] * pp
     m = -(-layers // pp)
     rest = layers - m * (pp - 2)
     if rest < 2:
         return None
-    first = rest // 2
-    return [first] + [m] * (pp - 2) + [rest - first]
+    last = rest // 2
+    return [rest - last] + [m] * (pp - 2) + [last]
 
 
 def stage_layers(layers: int, pp: int) -> list[int]:
