@@ -16,8 +16,8 @@
    same treatment against their own time.
 3. Rank. Every survivor gets a step time; the fastest step wins, except that candidates within
    `NEAR_TIE` of the fastest are ordered by `_tie_break` (with the rules' "ep_over_tp" for MoE, less
-   TP; with "tp_before_pp", more TP inside the NVLink domain; then more memory headroom; then fewer
-   parallel dimensions, smaller model parallelism, even pipeline split, no VPP, lower ZeRO stage, less
+   TP; with "tp_before_pp", more TP inside the NVLink domain; then more memory headroom; less CP; then
+   fewer parallel dimensions, smaller model parallelism, even pipeline split, no VPP, lower ZeRO stage, less
    recompute), because the estimate is not that precise. The audit's legality rules then have the last word on each pick.
 """
 
@@ -197,10 +197,11 @@ def _tie_break(cand: _Candidate, model: Model, order: str) -> tuple:
     "tp_before_pp" (seed row 2 "TP first, then PP"; Narayanan takeaway #1: TP up to the server, then
     PP): more TP inside the NVLink domain (fastest links, no bubble), then memory headroom (robust to
     estimate error, the way expert-chosen layouts leave room), then simplicity.
-    Otherwise simplicity: fewer parallel dimensions, smaller model parallelism, even pipeline split,
-    no VPP, less offload, lower ZeRO stage, less recompute, fewer stages, larger micro-batch.
-    CP is not held against a layout: the rules enable it only for long sequences, where Megatron-LM's
-    guide recommends it (its reference table: TP4 PP4 CP2 for a 70B model at 8K on 64 GPUs)."""
+    Then less CP, then simplicity: fewer parallel dimensions, smaller model parallelism, even pipeline
+    split, no VPP, less offload, lower ZeRO stage, less recompute, fewer stages, larger micro-batch.
+    CP comes after TP and headroom, not first: the rules enable it only for long sequences, where
+    Megatron-LM's guide recommends it (its reference table: TP4 PP4 CP2 for a 70B model at 8K on 64
+    GPUs), but among equals the smaller ring (its KV exchange crosses nodes) is the safer bet."""
     lay = cand.layout
     return _tie_key(lay.tp, lay.pp, lay.cp, lay.ep, lay.vpp, lay.offload, lay.zero_stage, lay.recompute,
                     lay.micro_batch_size, cand.memory_share > COMFORTABLE_MEMORY, model.layers, order)
@@ -210,10 +211,10 @@ def _tie_key(tp, pp, cp, ep, vpp, offload, zero, recompute, mbs, crowded, layers
     simplicity = (sum(d > 1 for d in (tp, pp, cp, ep)), tp * pp * cp, layers % pp != 0, vpp,
                   _OFFLOAD.index(offload), zero, _RECOMPUTE.index(recompute), pp, -mbs)
     if order == "ep_over_tp":
-        return (tp, -ep, crowded, *simplicity)
+        return (tp, -ep, crowded, cp, *simplicity)
     if order == "tp_before_pp":
-        return (-tp, crowded, *simplicity)
-    return simplicity
+        return (-tp, crowded, cp, *simplicity)
+    return (cp, *simplicity)
 
 
 def _tie_order(decisions: Decisions) -> str:
@@ -224,8 +225,9 @@ def _tie_order(decisions: Decisions) -> str:
     return "simplicity"
 
 
-_TIE_WORDS = {"ep_over_tp": "less TP, more EP, memory headroom, then simplicity",
-              "tp_before_pp": "more TP, memory headroom, then simplicity", "simplicity": "simplicity"}
+_TIE_WORDS = {"ep_over_tp": "less TP, more EP, memory headroom, less CP, then simplicity",
+              "tp_before_pp": "more TP, memory headroom, less CP, then simplicity",
+              "simplicity": "less CP, then simplicity"}
 
 
 def _why_lost(alt: _Candidate, chosen: _Candidate) -> str:
