@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ._unchecked import build_unchecked
 from .actions import Decisions
@@ -187,12 +188,19 @@ class _Candidate:
         return self._estimate
 
 
-def _tie_break(cand: _Candidate, model: Model, order: str) -> tuple:
+class _Ties(NamedTuple):
+    order: str        # the rules' preference: "ep_over_tp", "tp_before_pp" or "simplicity"
+    layers: int
+    domain: int       # GPUs per NVLink domain (in this job)
+
+
+def _tie_break(cand: _Candidate, ties: _Ties) -> tuple:
     """Order of candidates the estimate cannot separate (within NEAR_TIE of each other), by the
-    rules' preference `order`:
+    rules' preference `ties.order`:
 
     "ep_over_tp" (MoE; Megatron-LM MoE README best practices: minimise model parallelism, prefer EP
-    over TP for the experts, Mixtral EP8 x TP1 beats EP4 x TP2): less TP first, then more EP, then a
+    over TP for the experts (Mixtral EP8 x TP1 beats EP4 x TP2), keep EP x TP inside the NVLink
+    domain): less TP first, then some EP over none, then EP x TP inside the NVLink domain, then a
     layout that leaves COMFORTABLE_MEMORY of the GPU free, then simplicity.
     "tp_before_pp" (seed row 2 "TP first, then PP"; Narayanan takeaway #1: TP up to the server, then
     PP): more TP inside the NVLink domain (fastest links, no bubble), then memory headroom (robust to
@@ -204,15 +212,15 @@ def _tie_break(cand: _Candidate, model: Model, order: str) -> tuple:
     GPUs), but among equals the smaller ring (its KV exchange crosses nodes) is the safer bet."""
     lay = cand.layout
     return _tie_key(lay.tp, lay.pp, lay.cp, lay.ep, lay.vpp, lay.offload, lay.zero_stage, lay.recompute,
-                    lay.micro_batch_size, cand.memory_share > COMFORTABLE_MEMORY, model.layers, order)
+                    lay.micro_batch_size, cand.memory_share > COMFORTABLE_MEMORY, ties)
 
 
-def _tie_key(tp, pp, cp, ep, vpp, offload, zero, recompute, mbs, crowded, layers, order) -> tuple:
-    simplicity = (sum(d > 1 for d in (tp, pp, cp, ep)), tp * pp * cp, layers % pp != 0, vpp,
+def _tie_key(tp, pp, cp, ep, vpp, offload, zero, recompute, mbs, crowded, ties: _Ties) -> tuple:
+    simplicity = (sum(d > 1 for d in (tp, pp, cp, ep)), tp * pp * cp, ties.layers % pp != 0, vpp,
                   _OFFLOAD.index(offload), zero, _RECOMPUTE.index(recompute), pp, -mbs)
-    if order == "ep_over_tp":
-        return (tp, -ep, crowded, cp, *simplicity)
-    if order == "tp_before_pp":
+    if ties.order == "ep_over_tp":
+        return (tp, ep == 1, ep * tp > ties.domain, crowded, cp, *simplicity)
+    if ties.order == "tp_before_pp":
         return (-tp, crowded, cp, *simplicity)
     return (cp, *simplicity)
 
@@ -225,7 +233,7 @@ def _tie_order(decisions: Decisions) -> str:
     return "simplicity"
 
 
-_TIE_WORDS = {"ep_over_tp": "less TP, more EP, memory headroom, less CP, then simplicity",
+_TIE_WORDS = {"ep_over_tp": "less TP, EP x TP inside the NVLink domain, memory headroom, less CP, then simplicity",
               "tp_before_pp": "more TP, memory headroom, less CP, then simplicity",
               "simplicity": "less CP, then simplicity"}
 
@@ -252,7 +260,7 @@ def _why_lost(alt: _Candidate, chosen: _Candidate) -> str:
             f"the choice: " + ", ".join(diffs))
 
 
-def _ordered(found: list[_Candidate], model: Model, tie_order: str) -> list[_Candidate]:
+def _ordered(found: list[_Candidate], ties: _Ties) -> list[_Candidate]:
     """Best first: layouts with memory headroom before tight ones; in each group the near-ties of its
     fastest by `_tie_break`, then the rest by step time."""
     ordered = []
@@ -262,9 +270,9 @@ def _ordered(found: list[_Candidate], model: Model, tie_order: str) -> list[_Can
             continue
         limit = min(c.step_time for c in scored) * (1 + NEAR_TIE)
         ordered += sorted((c for c in scored if c.step_time <= limit),
-                          key=lambda c: (_tie_break(c, model, tie_order), c.step_time))
+                          key=lambda c: (_tie_break(c, ties), c.step_time))
         ordered += sorted((c for c in scored if c.step_time > limit),
-                          key=lambda c: (c.step_time, _tie_break(c, model, tie_order)))
+                          key=lambda c: (c.step_time, _tie_break(c, ties)))
     return ordered
 
 
@@ -402,7 +410,7 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
     # band and whose tie-break key (at its most favourable: least recompute, lowest ZeRO stage,
     # memory headroom) does not come after the current pick's. tests/test_planner_refine.py checks
     # that this makes the choice trying every variant makes.
-    tie_order = _tie_order(decisions)
+    ties = _Ties(_tie_order(decisions), model.layers, min(cluster.nvlink_domain, cluster.gpus))
     pending = sorted(((floor, b, mbs, vpp) for b in floors for (mbs, vpp), floor in floors[b].items()
                       if (b, mbs, vpp) not in tried), key=lambda x: x[0])
     while True:
@@ -414,14 +422,14 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
         if len(tried) == before:                    # the best can rise once, when the first roomy layout appears
             break
     band = best[0] * (1 + NEAR_TIE)
-    layers, zero_min = model.layers, min(_stages(decisions, framework, 1))
+    zero_min = min(_stages(decisions, framework, 1))
 
     def pick_key() -> tuple:
         group = [c for c in found if not c.tight] or found
-        return min((_tie_break(c, model, tie_order), c.step_time) for c in group if c.step_time <= band)
+        return min((_tie_break(c, ties), c.step_time) for c in group if c.step_time <= band)
 
     hopefuls = sorted((_tie_key(b[0], b[1], b[2], b[3], vpp, offloads[0], zero_min, recomputes[0], mbs, False,
-                                layers, tie_order), floor, b, mbs, vpp)
+                                ties), floor, b, mbs, vpp)
                       for floor, b, mbs, vpp in pending if floor <= band and (b, mbs, vpp) not in tried)
     current = pick_key()
     for key, _floor, b, mbs, vpp in hopefuls:
@@ -433,7 +441,7 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
     chosen: _Candidate | None = None
     checked: dict[int, list] = {}      # id(candidate) -> check_fn's errors, across rounds
     for _round in range(len(floors) + 1):
-        ordered = _ordered(found, model, tie_order)
+        ordered = _ordered(found, ties)
         chosen, alternatives, rejected = _pick(ordered, check_fn, checked, max_alternatives)
         # Alternatives are reported at their best too: try the variants of each listed shape that
         # could beat its listed time (they stay outside the near-tie band: the choice does not move).
@@ -446,13 +454,13 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
             break
     result.events += rejected
     if chosen is not None:
-        _note_search(result, found, floors, variants, tried, tie_order)
+        _note_search(result, found, floors, variants, tried, ties.order)
     if keep_ranking:
         # every variant of every shape, for benchmarks and tests; the answer above is already made
         examined = result.examined
         for b in floors:
             refine(b, float("inf"))
-        result.ranking = [(c.layout, c.estimate) for c in _ordered(found, model, tie_order)]
+        result.ranking = [(c.layout, c.estimate) for c in _ordered(found, ties)]
         result.examined = examined
     if chosen is None:
         return None, closest
