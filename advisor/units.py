@@ -70,11 +70,38 @@ _COUNT_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)\s*([A-Za-
 _LIMITS = {"bytes": 2.0**60, "bytes_per_s": 1e15, "flops": 1e19}
 
 
+# The simple forms the presets and most callers write ("80 GiB", "80GB", "400 Gbit/s", "989 TFLOP/s")
+# are read without pint, whose import and registry are most of a cold recommendation's cost. The
+# factors are units_en.txt's; tests/test_units.py checks every form against pint to the last bit.
+# Anything else (other spellings, expressions, Quantities, errors) goes to pint.
+_PREFIX = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
+           "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50}
+_SIMPLE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P|E)?(B|bit|FLOP)(/s)?\s*$")
+# reference -> (unit, per second) -> canonical units per unit
+_SIMPLE_UNITS = {"bytes": {("B", False): 1.0, ("bit", False): 0.125},
+                 "bytes_per_s": {("B", True): 1.0, ("bit", True): 0.125},
+                 "flops": {("FLOP", True): 1.0}}
+
+
+def _simple(value: str, reference: str) -> float | None:
+    m = _SIMPLE_RE.match(value)
+    if m is None:
+        return None
+    per_unit = _SIMPLE_UNITS[reference].get((m.group(3), m.group(4) is not None))
+    if per_unit is None:
+        return None                       # a unit of another kind: pint words the error
+    magnitude = float(m.group(1)) * _PREFIX[m.group(2) or ""]
+    return magnitude if per_unit == 1.0 else magnitude * per_unit
+
+
 def _quantity(value: object, field: str, reference: str, want: str) -> float:
     """Magnitude of `value` in the units of `reference`; plain numbers are already canonical."""
     if isinstance(value, bool):
         raise InputError(field, value, want)
-    if isinstance(value, (int, float)):
+    simple = _simple(value, reference) if isinstance(value, str) and len(value) <= _MAX_TEXT else None
+    if simple is not None:
+        magnitude = simple
+    elif isinstance(value, (int, float)):
         try:
             magnitude = float(value)
         except OverflowError:                 # an int beyond the float range, e.g. 10**400

@@ -1,5 +1,7 @@
 import pint
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from advisor import GPU, Cluster, InputError, Training
 from advisor.units import UREG, to_bytes, to_bytes_per_second, to_count, to_flops_per_second, to_tokens
@@ -68,3 +70,31 @@ def test_unit_equivalent_inputs_build_equal_objects():
     b = Cluster(gpu=GPU(memory=80 * 2**30, peak_flops=989e12, nvlink_bandwidth=900e9), gpus=16)
     assert a == b
     assert Training(seq_len="8k") == Training(seq_len=8192)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.decimals(min_value=0, max_value=10**6, places=4, allow_nan=False, allow_infinity=False),
+       st.sampled_from(["", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi"]),
+       st.sampled_from([("B", "", "bytes"), ("bit", "", "bytes"), ("B", "/s", "bytes_per_s"),
+                        ("bit", "/s", "bytes_per_s"), ("FLOP", "/s", "flops")]),
+       st.sampled_from(["", " "]))
+def test_simple_forms_read_without_pint_equal_pint_to_the_last_bit(number, prefix, unit, space):
+    """units._simple reads "80 GiB", "400 Gbit/s", "989 TFLOP/s" without pint (pint's import is most of
+    a cold recommendation); it must agree with the registry exactly."""
+    from advisor import units
+
+    text = f"{number}{space}{prefix}{unit[0]}{unit[1]}"
+    reference = unit[2]
+    pint_value = float(units.registry().Quantity(text).to(units._REGISTRY[reference].units).magnitude)
+    assert units._simple(text, reference) == pint_value
+
+
+def test_other_forms_and_other_kinds_still_go_to_pint():
+    from advisor import units
+
+    assert units._simple("80 gigabyte", "bytes") is None          # spelled out: pint
+    assert units._simple("1e3 GB", "bytes") is None               # exponent: pint
+    assert units._simple("80 GiB", "bytes_per_s") is None         # wrong kind: pint words the error
+    with pytest.raises(ValueError, match="not a unit of this kind"):
+        to_bytes_per_second("80 GiB", "GPU.nvlink_bandwidth")
+    assert to_bytes("80 gigabyte", "f") == to_bytes("80GB", "f") == 80 * 10**9
