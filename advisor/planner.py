@@ -6,8 +6,8 @@
    enabled features (CP only from 8K tokens).
 2. Memory. For each shape, micro-batch size and ZeRO stage, the most memory-frugal option (full
    recompute) is sized first; when even it does not fit, the shape (with its larger micro-batches
-   and virtual stages) is pruned. Otherwise recompute levels are tried from none up and the first that
-   fits is kept (more recompute never runs faster). Offload is tried only when nothing else fits, and
+   and virtual stages) is pruned. Otherwise the least recompute that fits is found by bisection over
+   the levels and kept (more recompute never runs faster). Offload is tried only when nothing else fits, and
    only in the ZeRO data-parallel family. This runs coarse to fine: every shape first at plain 1F1B and
    its smallest micro-batch, which also gives a floor for each of its other (micro-batch, virtual
    stages) variants (estimate.time.variant_floors); a variant is sized only when its floor is within
@@ -289,6 +289,7 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
     fields = tuple(Layout.model_fields)
     # the best step time in the group the choice is made in (layouts with headroom, else all)
     best, roomy_seen = [float("inf")], [False]
+    level_hint: list[int | None] = [None]    # the recompute level the last explored layout needed
 
     def explore(shape: _Shape, mbs: int, variants_of_shape: list | None, levels: dict | None = None) -> bool:
         """Add the fitting (ZeRO, recompute, offload) options of one shape and micro-batch; False if none
@@ -332,13 +333,35 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
                             "reject", f"memory: {sized.total / 2**30:.1f} GiB per GPU > {sized.capacity / 2**30:.1f}"
                                       f" GiB even with recompute {recomputes[-1]}", frugal.id))
                     continue
-                for recompute in recomputes[first:]:
-                    if recompute == recomputes[-1]:
-                        layout, sized = frugal, frugal_sized
-                    else:
-                        layout = layout_for(zero, recompute, offload)
-                        sized = size(cluster, model, layout, training, assumptions)
+                top = len(recomputes) - 1
+                at = {top: (frugal, frugal_sized)}
+
+                def sized_at(i: int):
+                    if i not in at:
+                        lay = layout_for(zero, recomputes[i], offload)
+                        at[i] = (lay, size(cluster, model, lay, training, assumptions))
                         result.examined += 1
+                    return at[i]
+
+                def fits_at(i: int) -> bool:
+                    s_ = sized_at(i)[1]
+                    return s_.fits and s_.host_fits
+
+                # The least recompute that fits, by bisection over the levels (memory falls with each
+                # level), probing first where the previous layout's answer was: neighbouring shapes
+                # mostly need the same level, so this usually takes one sizing after the frugal one.
+                lo, hi = first, top                  # hi fits
+                probe = level_hint[0]
+                while lo < hi:
+                    mid = probe if probe is not None and lo <= probe < hi else (lo + hi) // 2
+                    probe = None
+                    if fits_at(mid):
+                        hi = mid
+                    else:
+                        lo = mid + 1
+                level_hint[0] = hi
+                for i in range(hi, top + 1):
+                    layout, sized = sized_at(i)
                     if sized.fits and sized.host_fits:
                         tight = sized.total > MAX_MEMORY_UTILIZATION * sized.capacity
                         if variants_of_shape is None:
