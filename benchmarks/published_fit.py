@@ -89,10 +89,11 @@ EXPLAIN: dict[str, tuple[str, list[WhatIf]]] = {
                 assumptions=dict(recompute_modules=("moe_act", "layernorm")))]),
     "moe-zoo-default-deepseek-v3-1024g": (
         "GPU not stated (the zoo targets H100, B200, GB200; 8 tasks per node = not GB200). The default yaml "
-        "(model_configs/benchmarking/DeepSeek-V3.yaml) sets no recompute at TP1 PP16 EP64, so a middle stage "
-        "holds 4 MoE layers x 14 micro-batches at full width (121 GiB). runtime.conf's PP_FIRST=4 PP_LAST=1 "
-        "split (--decoder-first/last-pipeline-num-layers) is not reproduced (the cost model runs Megatron's "
-        "2 | 4 x 14 | 3): its stage 0 would hold 4 layers (3 dense) x 16 in flight. The zoo's H100 best practice (best-practice/DeepSeekV3/run.sh) is a different run "
+        "(model_configs/benchmarking/DeepSeek-V3.yaml) sets no recompute at TP1 PP16 EP64, so stage 1 "
+        "holds 4 MoE layers x 15 micro-batches at full width (130 GiB). runtime.conf's PP_FIRST=4 PP_LAST=1 "
+        "split (--decoder-first/last-pipeline-num-layers) is not reproduced (the cost model runs NeMo's "
+        "3 | 4 x 14 | 2): its stage 0 would hold 4 layers (3 dense) x 16 in flight. The zoo's H100 best "
+        "practice (best-practice/DeepSeekV3/run.sh) is a different run "
         "(TP2 PP8 VPP4, FP8, --recompute-modules mla_up_proj mlp); the zoo README's launch example (TP2 PP8 "
         "EP64) adds --recompute-modules mla_up_proj layernorm. Fits a 180 GiB B200.",
         [WhatIf("B200", gpu="B200"),
