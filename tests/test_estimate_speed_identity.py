@@ -1,9 +1,8 @@
 """The cost model's speed-ups (issue 8) change no result.
 
 `estimate` / `memory_only` cache what depends only on (cluster, model, training) per object triple
-(context._static), per-layer activations across calls (memory._acts), and the memory part of a
-`memory_only` call for the `estimate` of the same Layout object that follows it (the planner's
-pattern). Two kinds of checks:
+(context._static) and per-layer activations across calls (memory._acts); the planner sizes a layout
+once (`size`) and builds its Estimate from that sizing (`estimate_of`). Two kinds of checks:
 
 - frozen: EXPECTED holds, for the cases below, a SHA-256 of `repr(result.model_dump())` (every field,
   floats to the last bit, dict order) and the headline numbers, computed by the implementation
@@ -22,7 +21,7 @@ import threading
 import pytest
 
 from advisor import Cluster, Layout, Model, Training
-from advisor.estimate import Assumptions, estimate, memory_only
+from advisor.estimate import Assumptions, estimate, estimate_of, memory_only, size, step_time_of
 
 # (id, cluster kwargs, model preset, layout kwargs, training kwargs, assumptions kwargs or None)
 CASES = [
@@ -171,7 +170,10 @@ def test_results_match_the_implementation_before_the_speed_ups(case):
     mem = memory_only(cluster, model, layout, training, A)
     assert (est.step_time, est.memory.total) == (step, total)
     assert digest(est) == want_est and digest(mem) == want_mem
-    # the planner's pattern: memory_only, then estimate of the same Layout object (cached memory part)
+    # the planner's path: one sizing, then its step time and (for the output) its Estimate
+    sized = size(cluster, model, layout, training, A)
+    assert (step_time_of(sized), sized.total, sized.fits) == (step, total, est.memory.fits)
+    assert digest(estimate_of(sized)) == want_est
     layout2 = layout.model_copy()
     assert digest(memory_only(cluster, model, layout2, training, A)) == want_mem
     assert digest(estimate(cluster, model, layout2, training, A)) == want_est

@@ -53,8 +53,9 @@ def _memory_estimate(c: Ctx, A: Assumptions, best: tuple) -> MemoryEstimate:
 
 class Sized:
     """One layout's resolved context and memory terms, for the planner's search (`size`, then
-    `step_and_floor` and `estimate_of` on the same object), so that neither is computed twice and
-    no result model is built for the hundreds of layouts that never reach the output.
+    `step_time_of` / `step_and_floors` and `estimate_of` on the same object), so that neither is
+    computed twice and no result model is built for the hundreds of layouts that never reach the
+    output.
 
     total, capacity: bytes per GPU of the most-loaded rank; fits, host_fits: as MemoryEstimate."""
 
