@@ -286,7 +286,6 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
     found: list[_Candidate] = []
     closest = None
     logged: set[tuple] = set()
-    fields = tuple(Layout.model_fields)
     # the best step time in the group the choice is made in (layouts with headroom, else all)
     best, roomy_seen = [float("inf")], [False]
     level_hint: list[int | None] = [None]    # the recompute level the last explored layout needed
@@ -304,9 +303,10 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
         def layout_for(zero, recompute, offload):
             # Valid by construction (every degree >= 1, literals from the closed sets above): built
             # without re-validation, as this is the innermost loop of the search.
-            return build_unchecked(Layout, dict(zip(fields, (
-                framework, shape.tp, shape.pp, shape.dp, shape.cp, shape.ep, etp, shape.vpp, True,
-                shape.tp > 1 and sp, zero, mbs, m, recompute, offload, "cpu"))))
+            return build_unchecked(Layout, dict(
+                framework=framework, tp=shape.tp, pp=shape.pp, dp=shape.dp, cp=shape.cp, ep=shape.ep, etp=etp,
+                vpp=shape.vpp, overlap_p2p_comm=True, sp=shape.tp > 1 and sp, zero_stage=zero, micro_batch_size=mbs,
+                num_microbatches=m, recompute=recompute, offload=offload, offload_device="cpu"))
 
         shape_fits = False
         for zero in _stages(decisions, framework, shape.pp):

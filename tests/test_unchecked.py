@@ -25,3 +25,16 @@ def test_results_built_unchecked_round_trip():
                    __import__("advisor").Training(seq_len=8192, global_batch_size=512))
     assert type(est.memory) is MemoryEstimate
     assert type(est).model_validate(est.model_dump()) == est
+
+
+def test_the_planners_layouts_are_what_validation_would_build():
+    """The planner builds candidates unchecked; every field must be set, and set validly."""
+    import advisor
+    from advisor.api import recommend_with_ranking
+
+    rec, ranking = recommend_with_ranking(advisor.Cluster(gpu="H100-SXM-80GB", gpus=64), "mixtral-8x7b",
+                                          advisor.Training(seq_len=4096, global_batch_size=256))
+    assert ranking and rec.layout is not None
+    for layout, _ in ranking[:50] + [(rec.layout, None)]:
+        assert layout.model_fields_set == set(Layout.model_fields)
+        assert Layout(**layout.model_dump()) == layout
