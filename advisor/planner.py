@@ -238,15 +238,18 @@ _TIE_WORDS = {"ep_over_tp": "less TP, EP x TP inside the NVLink domain, memory h
               "simplicity": "less CP, then simplicity"}
 
 
-def _why_lost(alt: _Candidate, chosen: _Candidate) -> str:
+def _why_lost(alt: _Candidate, chosen: _Candidate, fastest: float) -> str:
+    """Why `alt` ranks after `chosen`; `fastest` is the best step time of chosen's group, which the
+    near-tie band is measured from (the tie-break may have chosen a slightly slower layout)."""
     a, c = alt.layout, chosen.layout
     ta, tc = alt.step_time, chosen.step_time
     ua, uc = alt.memory_share, chosen.memory_share
     if ua > MAX_MEMORY_UTILIZATION >= uc:
         return (f"uses {ua:.0%} of GPU memory (> {MAX_MEMORY_UTILIZATION:.0%}): est. step {ta:.2f} s vs "
                 f"{tc:.2f} s ({ta / tc - 1:+.0%}), too little headroom")
-    if ta > tc * (1 + NEAR_TIE):
-        return f"slower: est. step {ta:.2f} s vs {tc:.2f} s ({ta / tc - 1:+.0%})"
+    if ta > fastest * (1 + NEAR_TIE):
+        behind = "" if fastest >= tc else f"; more than {NEAR_TIE:.0%} behind the fastest, {fastest:.2f} s"
+        return f"slower: est. step {ta:.2f} s vs {tc:.2f} s ({ta / tc - 1:+.0%}){behind}"
     diffs = []
     if (ua > COMFORTABLE_MEMORY) != (uc > COMFORTABLE_MEMORY):
         diffs.append(f"memory {ua:.0%} vs {uc:.0%} of the GPU")
@@ -490,7 +493,8 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
     if chosen.tight:
         result.events.append(("note", f"every fitting layout uses more than {MAX_MEMORY_UTILIZATION:.0%} "
                                       "of GPU memory: expect little room for fragmentation", None))
-    result.alternatives += [Alternative(c.layout, c.estimate, _why_lost(c, chosen)) for c in alternatives]
+    fastest = min(c.step_time for c in found if c.tight is chosen.tight)
+    result.alternatives += [Alternative(c.layout, c.estimate, _why_lost(c, chosen, fastest)) for c in alternatives]
     return (chosen.layout, chosen.estimate), closest
 
 
@@ -587,6 +591,10 @@ def _other_family(cluster, model, training, decisions: Decisions, strategy: str,
             f"rule {rule} prefers it, but the estimate puts it beyond the {NEAR_TIE:.0%} band"))
         result.layout, result.estimate, result.framework = layout, est, framework
         result.alternatives = moved.alternatives + [kept]
+        if keep_ranking:                     # the chosen family's layouts first
+            ours_seen = {(l.tp, l.pp, l.cp, l.ep) for l, _ in side.ranking}
+            result.ranking = side.ranking + [c for c in result.ranking if (c[0].tp, c[0].pp, c[0].cp, c[0].ep)
+                                             not in ours_seen]
         return
     delta = est.step_time / ours - 1
     result.alternatives.append(Alternative(layout, est, (

@@ -147,12 +147,17 @@ class Recommendation(BaseModel):
         limits = [e for e in fired if e.effect and "<=" in e.effect and e.rule_id not in {c.rule_id for c in chose}]
         if limits:
             parts.append(f"Rule {limits[0].rule_id}: {limits[0].message}.")
-        counted = next((e.message for e in self.trace.events if e.op == "note" and "layouts fit" in e.message), None)
+        # the last search's count: when the choice moved to the other family, that search made it
+        counted = next((e.message for e in reversed(self.trace.events) if e.op == "note" and "layouts fit" in e.message),
+                       None)
         if self.layout is None:
             reason = next((e.message for e in reversed(self.trace.events) if e.op == "reject"), "nothing fits")
             parts.append(f"No layout could be recommended: {reason}.")
             return " ".join(parts)
         est = self.estimates
+        moved = next((e.message for e in self.trace.events if e.op == "note" and "overrides rule" in e.message), None)
+        if moved:
+            parts.append(f"But {moved[0].lower()}{moved[1:]}.")
         parts.append(
             f"Search: {counted or 'candidates ranked by estimated step time'}. The pick, {self.layout.id}: "
             f"est. {est.step_time:.2f} s per step, MFU {est.mfu:.0%}, "

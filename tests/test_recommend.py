@@ -220,3 +220,20 @@ def test_era_site_rules_of_the_planner_benchmark_bind():
                               Training(seq_len=1024, global_batch_size=512),
                               rules=tuple(sorted(era.glob("*.toml"))))
     assert no_pp.layout is None or no_pp.layout.pp == 1
+
+
+def test_a_clearly_faster_tp_pp_layout_overrides_the_zero_first_preference():
+    """<= 32 GPUs: the rules prefer ZeRO (simpler), but the preference only holds among near-ties.
+    70B on 16 H100s only fits ZeRO-3 with offload; Megatron TP x PP is estimated far faster."""
+    rec = advisor.recommend(Cluster(gpu="H100-SXM-80GB", gpus=16), "llama-2-70b",
+                            Training(seq_len=4096, global_batch_size=32))
+    assert "matrix.small-cluster-tight-memory" in rec.trace.fired()
+    assert rec.framework == "megatron" and rec.layout.tp * rec.layout.pp > 1
+    note = next(e.message for e in rec.trace.events if "overrides rule" in e.message)
+    assert "matrix.small-cluster-tight-memory" in note and "zero-dp" in note
+    kept = next(a for a in rec.alternatives if a.reason.startswith("family zero-dp"))
+    assert kept.layout.framework == "deepspeed" and kept.step_time > rec.estimates.step_time * 1.08
+    assert "overrides rule matrix.small-cluster-tight-memory" in rec.explain()
+    # where ZeRO is about as fast, the rule's preference stands
+    small = advisor.recommend(Cluster(gpu="H100-SXM-80GB", gpus=16), "llama-2-7b")
+    assert small.framework == "deepspeed" and (small.layout.tp, small.layout.pp) == (1, 1)
