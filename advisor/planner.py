@@ -568,8 +568,7 @@ def _other_family(cluster, model, training, decisions: Decisions, strategy: str,
     chosen, _ = _search(cluster, model, training, other, family, framework, side, check_fn,
                         allow_offload=False, keep_ranking=keep_ranking, max_alternatives=0, assumptions=assumptions)
     result.examined += side.examined
-    seen = {(l.tp, l.pp, l.cp, l.ep) for l, _ in result.ranking}
-    result.ranking += [c for c in side.ranking if (c[0].tp, c[0].pp, c[0].cp, c[0].ep) not in seen]
+    result.ranking = _merge_rankings(result.ranking, side.ranking)
     if chosen is None or result.estimate is None:
         return
     layout, est = chosen
@@ -591,15 +590,34 @@ def _other_family(cluster, model, training, decisions: Decisions, strategy: str,
             f"rule {rule} prefers it, but the estimate puts it beyond the {NEAR_TIE:.0%} band"))
         result.layout, result.estimate, result.framework = layout, est, framework
         result.alternatives = moved.alternatives + [kept]
-        if keep_ranking:                     # the chosen family's layouts first
-            ours_seen = {(l.tp, l.pp, l.cp, l.ep) for l, _ in side.ranking}
-            result.ranking = side.ranking + [c for c in result.ranking if (c[0].tp, c[0].pp, c[0].cp, c[0].ep)
-                                             not in ours_seen]
+        if keep_ranking:                     # the chosen family leads
+            theirs = {id(layout) for layout, _ in side.ranking}
+            result.ranking = _merge_rankings(side.ranking, [c for c in result.ranking if id(c[0]) not in theirs])
         return
     delta = est.step_time / ours - 1
     result.alternatives.append(Alternative(layout, est, (
         f"family {family} ({framework}): est. step {est.step_time:.2f} s ({delta:+.0%}); "
         f"rule {rule} prefers {strategy} for this cluster and model")))
+
+
+def _merge_rankings(ours: list, theirs: list) -> list:
+    """Both families' layouts best first: each family keeps its own order (its near-ties broken by
+    its own preference) and the two are merged by estimated step time, ours first on a tie and our
+    first layout (the choice) first; a shape (tp, pp, cp, ep) already listed is not listed again."""
+    merged, seen = [], set()
+    i = j = 0
+    while i < len(ours) or j < len(theirs):
+        take_ours = j >= len(theirs) or (i < len(ours) and (i == 0 or ours[i][1].step_time <= theirs[j][1].step_time))
+        layout, est = ours[i] if take_ours else theirs[j]
+        if take_ours:
+            i += 1
+        else:
+            j += 1
+        shape = (layout.tp, layout.pp, layout.cp, layout.ep, layout.framework)
+        if shape not in seen:
+            seen.add(shape)
+            merged.append((layout, est))
+    return merged
 
 
 def plan(cluster: Cluster, model: Model, training: Training, decisions: Decisions,
