@@ -23,7 +23,7 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -72,6 +72,8 @@ class PlanResult:
     examined: int = 0
     ranking: list[tuple[Layout, object]] = field(default_factory=list)
     """Every layout that fit, best first (before the audit's check), for benchmarks and tools."""
+    blocked_by: tuple[str, str] | None = None
+    """(rule id, message) when layouts fit but the audit's legality rules refused every one."""
 
 
 @dataclass(frozen=True)
@@ -478,16 +480,27 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
                 refine(b, alt.step_time)
         if len(found) == before:
             break
-    result.events += rejected
-    if chosen is not None:
+    for rule_id, message, layout_id in rejected[:MAX_REJECT_EVENTS]:
+        result.events.append(("reject", f"rule {rule_id}: {message}", layout_id))
+    if len(rejected) > MAX_REJECT_EVENTS:
+        counts = Counter(r[0] for r in rejected[MAX_REJECT_EVENTS:])
+        result.events.append(("note", f"{len(rejected) - MAX_REJECT_EVENTS} more layouts refused by the audit: "
+                                      + ", ".join(f"rule {r} ({n})" for r, n in counts.most_common()), None))
+    if chosen is None:
+        # Layouts fit, but the audit refused every one: say which rule, not "nothing fits".
+        rule_id, message = Counter((r[0], r[1]) for r in rejected).most_common(1)[0][0]
+        result.blocked_by = (rule_id, message)
+        result.events.append(("reject", f"every layout that fits is refused by the audit; first of all by rule "
+                                        f"{rule_id}: {message}", None))
+    else:
         _note_search(result, found, floors, variants, tried, ties.order)
     if keep_ranking:
         # every variant of every shape, for benchmarks and tests; the answer above is already made
-        examined = result.examined
+        examined, nearest = result.examined, closest
         for b in floors:
             refine(b, float("inf"))
         result.ranking = [(c.layout, c.estimate) for c in _ordered(found, ties)]
-        result.examined = examined
+        result.examined, closest = examined, nearest
     if chosen is None:
         return None, closest
     if chosen.tight:
@@ -517,7 +530,7 @@ def _as_shape(layout: Layout) -> _Shape:
 
 def _pick(ordered: list[_Candidate], check_fn, checked: dict, max_alternatives: int):
     """The first candidate the audit's legality rules accept, and up to max_alternatives more of
-    other shapes; (chosen, alternatives, reject events)."""
+    other shapes; (chosen, alternatives, [(rule id, message, layout id) of each refused one])."""
     chosen, alternatives, rejected = None, [], []
     listed: set[tuple] = set()
     for cand in ordered:
@@ -533,7 +546,7 @@ def _pick(ordered: list[_Candidate], check_fn, checked: dict, max_alternatives: 
         if errors:
             # The audit's legality rules have the last word: never return what they call an error.
             rule_id, message = errors[0]
-            rejected.append(("reject", f"rule {rule_id}: {message}", layout.id))
+            rejected.append((rule_id, message, layout.id))
             continue
         listed.add(shape)
         if chosen is None:
@@ -640,8 +653,13 @@ def plan(cluster: Cluster, model: Model, training: Training, decisions: Decision
             result.events.append(("note", "nothing fits on the GPUs alone: ZeRO offload to host memory", None))
     if chosen is None and strategy == "zero-dp":
         # ZeRO alone (even with offload) cannot hold the model: widen to TP/PP, and say so.
-        best = f"; closest {closest[0].id} needs {closest[1].total / 2**30:.1f} GiB" if closest else ""
-        result.events.append(("reject", f"family zero-dp: no ZeRO stage or offload fits{best}", "zero-dp"))
+        if result.blocked_by:
+            why = f"every fitting ZeRO layout is refused by rule {result.blocked_by[0]}"
+        else:
+            why = "no ZeRO stage or offload fits" + (
+                f"; closest {closest[0].id} needs {closest[1].total / 2**30:.1f} GiB" if closest else "")
+        result.events.append(("reject", f"family zero-dp: {why}", "zero-dp"))
+        result.blocked_by = None
         framework = "megatron"
         decisions.zero_stages = ((1,), "planner")
         decisions.features.setdefault("sp", "planner")
@@ -650,7 +668,9 @@ def plan(cluster: Cluster, model: Model, training: Training, decisions: Decision
         chosen, closest = _search(*args, decisions, "model-parallel", framework, result, check_fn,
                                   allow_offload=False, keep_ranking=keep_ranking, assumptions=assumptions)
     if chosen is None:
-        if closest is not None:
+        if result.blocked_by:
+            pass                             # _search said which rule refused the layouts that fit
+        elif closest is not None:
             result.events.append(("reject", f"no layout fits; closest {closest[0].id} needs "
                                             f"{closest[1].total / 2**30:.1f} GiB of {closest[1].capacity / 2**30:.1f} GiB",
                                   closest[0].id))

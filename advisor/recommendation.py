@@ -94,7 +94,7 @@ class Recommendation(BaseModel):
         ]
         lines += ["", textwrap.fill(self.story(), width=100), ""]
         if self.layout is None:
-            lines.append("No layout fits: see the rejections below.")
+            lines.append("No layout could be recommended: see the rejections below.")
         else:
             lay = self.layout
             extras = [f"SP {'on' if lay.sp else 'off'}", f"recompute {lay.recompute}",

@@ -108,7 +108,8 @@ def test_infeasible_is_a_result_with_reasons_not_an_exception():
     rec = advisor.recommend(Cluster(gpu="V100-16GB", gpus=1), "llama-3.1-405b")
     assert rec.status == "infeasible" and rec.layout is None
     assert any(e.op == "reject" for e in rec.trace.events)
-    assert "No layout fits" in rec.explain()
+    assert "No layout could be recommended" in rec.explain()
+    assert any(e.message.startswith("no layout fits; closest") for e in rec.trace.events if e.op == "reject")
 
 
 @pytest.mark.parametrize("bad, field", [
@@ -237,3 +238,16 @@ def test_a_clearly_faster_tp_pp_layout_overrides_the_zero_first_preference():
     # where ZeRO is about as fast, the rule's preference stands
     small = advisor.recommend(Cluster(gpu="H100-SXM-80GB", gpus=16), "llama-2-7b")
     assert small.framework == "deepspeed" and (small.layout.tp, small.layout.pp) == (1, 1)
+
+
+def test_when_the_audit_refuses_every_layout_that_fits_the_answer_names_the_rule():
+    """Falcon-40B's learned-free positions stop at 2,048: a 32K sequence fits in memory but
+    Megatron refuses it (M-rule max-position). The answer must say that, not 'nothing fits'."""
+    rec = advisor.recommend(Cluster(gpu="A100-80GB", gpus=128), "falcon-40b",
+                            Training(seq_len=32768, global_batch_size=128))
+    assert rec.status == "infeasible" and rec.layout is None
+    rejects = [e.message for e in rec.trace.events if e.op == "reject"]
+    assert any("refused by the audit" in m and "megatron.max-position-covers-sequence" in m for m in rejects)
+    assert not any(m.startswith("no layout fits") for m in rejects)
+    assert sum(m.startswith("rule ") for m in rejects) <= 2 * 10          # capped, the rest counted
+    assert "max-position" in rec.explain()
