@@ -5,21 +5,28 @@ that holds one) or the already-parsed dict. `model_type` picks the architecture 
 fixes what the config file leaves implicit (activation, norm, biases, position embedding, whether
 the embeddings are tied when the file does not say). Supported `model_type`s:
 
-| model_type              | family defaults                                              |
-|-------------------------|--------------------------------------------------------------|
-| llama, mistral, mixtral | SwiGLU, RMSNorm, RoPE, no biases, untied                     |
-| qwen2                   | as llama, plus a bias on the q/k/v projections               |
-| deepseek_v3, deepseek_v2| as llama, plus MLA attention and DeepSeekMoE (shared experts)|
-| gpt_neox                | GeLU, LayerNorm, RoPE, biases, untied                        |
-| bloom                   | GeLU, LayerNorm, ALiBi, biases, tied                         |
-| gpt2                    | GeLU, LayerNorm, learned positions, biases, tied             |
+| model_type               | family defaults                                                      |
+|--------------------------|----------------------------------------------------------------------|
+| llama, mistral, mixtral  | SwiGLU, RMSNorm, RoPE, no biases, untied                             |
+| qwen2                    | as llama, plus a bias on the q/k/v projections                       |
+| deepseek_v3, deepseek_v2 | as llama, plus MLA attention and DeepSeekMoE (shared experts)        |
+| gpt_neox                 | GeLU, LayerNorm, RoPE, biases, untied                                |
+| bloom                    | GeLU, LayerNorm, ALiBi, biases, tied                                 |
+| gpt2                     | GeLU, LayerNorm, learned positions, biases, tied                     |
+| gemma                    | GeGLU (gated: "swiglu"), RMSNorm, RoPE, no biases, tied              |
+| smollm3                  | as llama, but tied                                                   |
+| starcoder2               | GeLU, LayerNorm, RoPE, biases (use_bias), tied                       |
+| nemotron                 | squared ReLU (ungated: "gelu"), LayerNorm1p, RoPE, no biases, untied |
 
 Key names and class defaults are those of the Hugging Face `transformers` configuration classes
 (huggingface/transformers, src/transformers/models/<type>/configuration_<type>.py: LlamaConfig,
 MistralConfig, MixtralConfig, Qwen2Config, DeepseekV3Config, GPTNeoXConfig, BloomConfig,
-GPT2Config) and of the published checkpoints' config.json files. Old aliases are accepted:
-`n_layer`/`n_head`/`n_embd`/`n_embed`/`n_inner`/`n_positions` (GPT-2, BLOOM; BloomConfig still
-accepts `n_embed` for `hidden_size`).
+GPT2Config, GemmaConfig, SmolLM3Config, Starcoder2Config, NemotronConfig) and of the published
+checkpoints' config.json files. The activation only matters through the MLP's shape: a gated MLP
+(three matrices) is modelled as "swiglu", an ungated one (two matrices) as "gelu", whatever the
+function (Gemma's GeGLU and Nemotron's squared ReLU change no parameter count). Old aliases are
+accepted: `n_layer`/`n_head`/`n_embd`/`n_embed`/`n_inner`/`n_positions` (GPT-2, BLOOM; BloomConfig
+still accepts `n_embed` for `hidden_size`).
 
 A key the family needs that is missing raises `advisor.InputError` naming the key and the
 model_type; so do a path that does not exist and a file that is not a JSON object.
@@ -65,6 +72,22 @@ _FAMILIES: dict[str, _Family] = {
     "gpt_neox": _Family("gelu", "layernorm", "rope", True, False, False, False),
     "bloom": _Family("gelu", "layernorm", "alibi", True, False, True, True),
     "gpt2": _Family("gelu", "layernorm", "learned", True, False, True, True),
+    # GemmaConfig: the MLP is GeGLU (gate_proj, up_proj, down_proj with a gelu_pytorch_tanh gate),
+    # three matrices like SwiGLU, so it is modelled with the gated "swiglu" activation, as the
+    # gemma-7b preset does. RMSNorm (the (1 + w) form has the same one weight per channel), RoPE,
+    # no biases, tie_word_embeddings defaults to True; head_dim (256) is read below.
+    "gemma": _Family("swiglu", "rmsnorm", "rope", False, False, True, False),
+    # SmolLM3Config: Llama-shaped (NoPE on every 4th layer adds no parameter), tied by default.
+    "smollm3": _Family("swiglu", "rmsnorm", "rope", False, False, True, False),
+    # Starcoder2Config: ungated c_fc -> gelu_pytorch_tanh -> c_proj MLP, nn.LayerNorm (weight and
+    # bias; some config.json files also say norm_type "layer_norm"), biases on every linear layer
+    # unless use_bias is false, tie_word_embeddings defaults to True (starcoder2-15b sets false).
+    "starcoder2": _Family("gelu", "layernorm", "rope", True, False, True, False),
+    # NemotronConfig: ungated up_proj -> relu2 (squared ReLU) -> down_proj MLP, two matrices, so it
+    # is modelled as the ungated "gelu" activation, as the nemotron-4-340b preset does. LayerNorm1p
+    # (zero-centred gamma) has a weight and a bias like "layernorm"; no biases unless attention_bias
+    # / mlp_bias; partial RoPE adds no parameter; tie_word_embeddings defaults to False.
+    "nemotron": _Family("gelu", "layernorm", "rope", False, False, False, False),
 }
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(_FAMILIES)
 
@@ -121,16 +144,19 @@ def model_from_hf_config(path_or_dict: str | os.PathLike[str] | Mapping[str, Any
     if head_dim is not None and fam.moe != "deepseek":
         kwargs["head_dim"] = head_dim
 
-    if model_type in ("llama", "mistral", "mixtral"):
-        # LlamaConfig: attention_bias covers q, k, v and o; mlp_bias the MLP. advisor.Model
-        # knows "all linear layers" or "q/k/v only"; o_proj's bias (hidden per layer) is dropped
-        # in the second case.
+    if model_type in _ATTENTION_MLP_BIAS:
+        # LlamaConfig (and SmolLM3Config, NemotronConfig, GemmaConfig): attention_bias covers q, k,
+        # v and o; mlp_bias the MLP (GemmaConfig has no mlp_bias). advisor.Model knows "all linear
+        # layers" or "q/k/v only"; o_proj's bias (hidden per layer) is dropped in the second case.
         attention_bias = r.flag("attention_bias", False)
-        mlp_bias = r.flag("mlp_bias", False)
+        mlp_bias = r.flag("mlp_bias", False) if model_type != "gemma" else False
         if attention_bias and mlp_bias:
             kwargs["bias"] = True
         elif attention_bias:
             kwargs["qkv_bias"] = True
+    elif model_type == "starcoder2":
+        # Starcoder2Config.use_bias (default True): biases on q, k, v, o, c_fc and c_proj.
+        kwargs["bias"] = r.flag("use_bias", True)
 
     if fam.moe == "mixtral":
         kwargs["experts"] = r.required(("num_local_experts",))
@@ -149,6 +175,9 @@ def model_from_hf_config(path_or_dict: str | os.PathLike[str] | Mapping[str, Any
         raise InputError(f"hf_config.{_HF_KEY.get(fieldname, fieldname)}", err.get("input"),
                          f"{err['msg']} (model_type '{model_type}')", _where(where)) from None
 
+
+# Families whose config classes carry LlamaConfig's attention_bias / mlp_bias flags.
+_ATTENTION_MLP_BIAS = ("llama", "mistral", "mixtral", "smollm3", "nemotron", "gemma")
 
 # advisor.Model field -> the Hugging Face key it came from, for messages.
 _HF_KEY = {"layers": _LAYERS[0], "hidden": _HIDDEN[0], "heads": _HEADS[0], "kv_heads": "num_key_value_heads",

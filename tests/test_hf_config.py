@@ -28,10 +28,14 @@ PUBLISHED = {
     "gpt2": 124_439_808,
     "gpt-neox-20b": 20_554_567_680,
     "bloom-560m": 559_214_592,
+    "gemma-7b": 8_537_680_896,
+    "starcoder2-15b": 15_957_889_024,
+    "smollm3-3b": 3_075_098_624,
 }
 FIXTURES = sorted(p.stem for p in HF.glob("*.json"))
 # Fixtures of models the presets table carries (issue 6: "configs for the model presets round-trip").
-PRESET_FIXTURES = ["llama-2-7b", "llama-3-70b", "llama-3.1-405b", "mixtral-8x7b", "qwen2.5-7b", "deepseek-v3"]
+PRESET_FIXTURES = ["llama-2-7b", "llama-3-70b", "llama-3.1-405b", "mixtral-8x7b", "qwen2.5-7b", "deepseek-v3",
+                   "gemma-7b", "starcoder2-15b", "smollm3-3b", "nemotron-4-340b"]
 
 
 def _preset(name: str) -> advisor.Model | None:
@@ -107,6 +111,58 @@ def test_gpt2_bloom_neox_style_keys():
     assert PUBLISHED["bloom-560m"] - bloom.params == 2 * bloom.hidden   # the embedding LayerNorm
     neox = model_from_hf_config(HF / "gpt-neox-20b.json")
     assert (neox.activation, neox.norm, neox.bias, neox.tied_embeddings) == ("gelu", "layernorm", True, False)
+
+
+def test_gemma_geglu_head_dim_and_tied_default():
+    """google/gemma-7b: GeGLU is a gated MLP (three matrices), modelled as "swiglu" like the preset."""
+    m = model_from_hf_config(HF / "gemma-7b.json")
+    assert (m.activation, m.norm, m.position_embedding, m.bias, m.qkv_bias) == ("swiglu", "rmsnorm", "rope", False, False)
+    assert m.head_dim == 256 and m.heads * m.head_dim == 4096 != m.hidden     # attention wider than hidden
+    assert m.tied_embeddings                                  # the file has no tie_word_embeddings: GemmaConfig ties
+    preset = advisor.Model.preset("gemma-7b")
+    assert (m.head_dim, m.ffn_hidden, m.activation, m.tied_embeddings, m.max_position) == (
+        preset.head_dim, preset.ffn_hidden, preset.activation, preset.tied_embeddings, preset.max_position)
+    cfg = json.loads((HF / "gemma-7b.json").read_text())
+    untied = model_from_hf_config(dict(cfg, tie_word_embeddings=False))
+    assert untied.params - m.params == m.vocab * m.hidden
+    assert model_from_hf_config(dict(cfg, attention_bias=True)).qkv_bias
+
+
+def test_starcoder2_biases_layernorm_and_untied_file():
+    """bigcode/starcoder2-15b: ungated GeLU MLP, LayerNorm, use_bias, and the file unties the head."""
+    m = model_from_hf_config(HF / "starcoder2-15b.json")
+    assert (m.activation, m.norm, m.position_embedding, m.bias) == ("gelu", "layernorm", "rope", True)
+    assert (m.kv_heads, m.ffn_hidden, m.max_position) == (4, 24576, 16384)
+    assert not m.tied_embeddings                              # tie_word_embeddings: false in the file
+    cfg = json.loads((HF / "starcoder2-15b.json").read_text())
+    del cfg["tie_word_embeddings"]
+    assert model_from_hf_config(cfg).tied_embeddings          # Starcoder2Config's default is True
+    no_bias = model_from_hf_config(dict(cfg, use_bias=False))
+    assert not no_bias.bias and no_bias.params < model_from_hf_config(cfg).params
+
+
+def test_smollm3_is_tied_llama():
+    """HuggingFaceTB/SmolLM3-3B: Llama-shaped, GQA 16/4, tied; NoPE layers add no parameter."""
+    m = model_from_hf_config(HF / "smollm3-3b.json")
+    assert (m.activation, m.norm, m.bias, m.qkv_bias, m.tied_embeddings) == ("swiglu", "rmsnorm", False, False, True)
+    assert (m.layers, m.heads, m.kv_heads, m.head_dim, m.max_position) == (36, 16, 4, 128, 65536)
+    cfg = json.loads((HF / "smollm3-3b.json").read_text())
+    assert model_from_hf_config(dict(cfg, attention_bias=True, mlp_bias=True)).bias
+
+
+def test_nemotron_squared_relu_layernorm1p():
+    """Nemotron-4 340B (NemotronConfig): squared ReLU is ungated (two matrices), modelled as "gelu"
+    like the preset; LayerNorm1p has weight and bias; no linear biases; untied."""
+    m = model_from_hf_config(HF / "nemotron-4-340b.json")
+    assert (m.activation, m.norm, m.position_embedding, m.bias, m.qkv_bias) == ("gelu", "layernorm", "rope", False, False)
+    assert (m.heads, m.kv_heads, m.head_dim, m.ffn_hidden) == (96, 8, 192, 73728)
+    assert not m.tied_embeddings and m.seq_len == m.max_position == 4096
+    assert round(m.params / 1e9, 1) == 341.0                  # "9.4B embedding + 331.6B non-embedding"
+    cfg = json.loads((HF / "nemotron-4-340b.json").read_text())
+    del cfg["num_key_value_heads"]
+    assert model_from_hf_config(cfg).kv_heads == 96           # NemotronConfig: None means MHA
+    assert model_from_hf_config(dict(cfg, attention_bias=True, mlp_bias=True)).bias
+    assert model_from_hf_config(dict(cfg, head_dim=128)).head_dim == 128    # Minitron-style head_dim
 
 
 def test_bloom_old_n_embed_alias():
@@ -192,6 +248,31 @@ def test_deepseek_missing_keys(key):
         model_from_hf_config(cfg)
 
 
+@pytest.mark.parametrize("fixture,model_type,key", [
+    ("gemma-7b", "gemma", "intermediate_size"),
+    ("gemma-7b", "gemma", "num_hidden_layers"),
+    ("starcoder2-15b", "starcoder2", "intermediate_size"),
+    ("starcoder2-15b", "starcoder2", "vocab_size"),
+    ("smollm3-3b", "smollm3", "num_attention_heads"),
+    ("smollm3-3b", "smollm3", "hidden_size"),
+    ("nemotron-4-340b", "nemotron", "intermediate_size"),
+    ("nemotron-4-340b", "nemotron", "num_hidden_layers"),
+])
+def test_new_families_missing_keys(fixture, model_type, key):
+    cfg = json.loads((HF / f"{fixture}.json").read_text())
+    del cfg[key]
+    with pytest.raises(advisor.InputError, match=rf"hf_config\.{key}") as e:
+        model_from_hf_config(cfg)
+    assert e.value.field == f"hf_config.{key}"
+    assert f"missing for model_type '{model_type}'" in str(e.value)
+
+
+def test_new_families_reject_non_boolean_flags():
+    cfg = json.loads((HF / "starcoder2-15b.json").read_text())
+    with pytest.raises(advisor.InputError, match=r"hf_config\.use_bias"):
+        model_from_hf_config(dict(cfg, use_bias="yes"))
+
+
 def test_mixtral_missing_experts():
     cfg = json.loads((HF / "mixtral-8x7b.json").read_text())
     del cfg["num_local_experts"]
@@ -216,7 +297,7 @@ def test_unknown_and_missing_model_type():
     with pytest.raises(advisor.InputError, match=r"hf_config\.model_type"):
         model_from_hf_config({"model_type": ["llama"]})
     assert set(SUPPORTED_MODEL_TYPES) >= {"llama", "mistral", "mixtral", "qwen2", "deepseek_v3", "gpt_neox",
-                                          "bloom", "gpt2"}
+                                          "bloom", "gpt2", "gemma", "starcoder2", "smollm3", "nemotron"}
 
 
 @pytest.mark.parametrize("bad", ["64", 64.0, True, -1, 0])
