@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 from ._unchecked import build_unchecked
 from .actions import Decisions
-from .estimate import estimate_of, size, step_and_floors, step_time_of
+from .estimate import estimate_of, resize, size, step_and_floors, step_time_of
 from .estimate.context import megatron_split
 from .layout import Layout
 from .specs import Cluster, Model, Training
@@ -76,8 +76,7 @@ class PlanResult:
     """(rule id, message) when layouts fit but the audit's legality rules refused every one."""
 
 
-@dataclass(frozen=True)
-class _Shape:
+class _Shape(NamedTuple):   # a NamedTuple: several times cheaper to build than a frozen dataclass
     tp: int
     pp: int
     cp: int
@@ -143,21 +142,25 @@ def _shapes(cluster: Cluster, model: Model, training: Training, decisions: Decis
         upper = decisions.upper(dim)
         return decisions.lower(dim) <= value and (upper is None or value <= upper)
 
+    tps, pps, cps, eps = ([v for v in values if within(dim, v)]
+                          for dim, values in (("tp", tps), ("pp", pps), ("cp", cps), ("ep", eps)))
+    vpps = {pp: _vpp_options(model.layers, pp) if megatron else [1] for pp in pps}
+    moe = model.is_moe
     out = []
-    for tp in (t for t in tps if within("tp", t)):
-        for pp in (p for p in pps if within("pp", p)):
-            for cp in (c for c in cps if within("cp", c)):
+    for tp in tps:
+        for pp in pps:
+            for cp in cps:
                 mp = tp * pp * cp
                 if world % mp:                                  # M1
                     continue
                 dp = world // mp
                 if not within("dp", dp):
                     continue
-                for ep in (e for e in eps if within("ep", e)):
-                    etp = 1 if (model.is_moe and tp > 1) else tp   # MoE zoo: expert TP 1 with EP
+                for ep in eps:
+                    etp = 1 if (moe and tp > 1) else tp   # MoE zoo: expert TP 1 with EP
                     if ep > 1 and (world % (etp * ep * pp) or ep > dp * cp * tp):   # M2; EP folds into dp*cp*tp
                         continue
-                    for vpp in _vpp_options(model.layers, pp) if megatron else [1]:
+                    for vpp in vpps[pp]:
                         out.append(_Shape(tp, pp, cp, ep, etp, vpp, dp))
     return out
 
@@ -173,11 +176,12 @@ class _Candidate:
     """A layout that fits, with its sizing and step time; its full Estimate is built only when it
     reaches the output (the choice, an alternative, the audit's screening, or the full ranking)."""
 
-    __slots__ = ("layout", "sized", "step_time", "floor", "tight", "_estimate")
+    __slots__ = ("layout", "sized", "step_time", "floor", "tight", "_estimate", "tie_key")
 
     def __init__(self, layout: Layout, sized, step_time: float, floor: dict | None, tight: bool):
         self.layout, self.sized, self.step_time, self.floor, self.tight = layout, sized, step_time, floor, tight
         self._estimate = None
+        self.tie_key = None     # _tie_break's, once computed (a candidate lives in one search, one _Ties)
 
     @property
     def memory_share(self) -> float:
@@ -212,13 +216,17 @@ def _tie_break(cand: _Candidate, ties: _Ties) -> tuple:
     CP comes after TP and headroom, not first: the rules enable it only for long sequences, where
     Megatron-LM's guide recommends it (its reference table: TP4 PP4 CP2 for a 70B model at 8K on 64
     GPUs), but among equals the smaller ring (its KV exchange crosses nodes) is the safer bet."""
-    lay = cand.layout
-    return _tie_key(lay.tp, lay.pp, lay.cp, lay.ep, lay.vpp, lay.offload, lay.zero_stage, lay.recompute,
-                    lay.micro_batch_size, cand.memory_share > COMFORTABLE_MEMORY, ties)
+    key = cand.tie_key
+    if key is None:
+        lay = cand.layout
+        key = cand.tie_key = _tie_key(lay.tp, lay.pp, lay.cp, lay.ep, lay.vpp, lay.offload, lay.zero_stage,
+                                      lay.recompute, lay.micro_batch_size, cand.memory_share > COMFORTABLE_MEMORY,
+                                      ties)
+    return key
 
 
 def _tie_key(tp, pp, cp, ep, vpp, offload, zero, recompute, mbs, crowded, ties: _Ties) -> tuple:
-    simplicity = (sum(d > 1 for d in (tp, pp, cp, ep)), tp * pp * cp, ties.layers % pp != 0, vpp,
+    simplicity = ((tp > 1) + (pp > 1) + (cp > 1) + (ep > 1), tp * pp * cp, ties.layers % pp != 0, vpp,
                   _OFFLOAD.index(offload), zero, _RECOMPUTE.index(recompute), pp, -mbs)
     if ties.order == "ep_over_tp":
         return (tp, ep == 1, ep * tp > ties.domain, crowded, cp, *simplicity)
@@ -308,10 +316,11 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
         def layout_for(zero, recompute, offload):
             # Valid by construction (every degree >= 1, literals from the closed sets above): built
             # without re-validation, as this is the innermost loop of the search.
-            return build_unchecked(Layout, dict(
-                framework=framework, tp=shape.tp, pp=shape.pp, dp=shape.dp, cp=shape.cp, ep=shape.ep, etp=etp,
-                vpp=shape.vpp, overlap_p2p_comm=True, sp=shape.tp > 1 and sp, zero_stage=zero, micro_batch_size=mbs,
-                num_microbatches=m, recompute=recompute, offload=offload, offload_device="cpu"))
+            return build_unchecked(Layout, {
+                "framework": framework, "tp": shape.tp, "pp": shape.pp, "dp": shape.dp, "cp": shape.cp, "ep": shape.ep,
+                "etp": etp, "vpp": shape.vpp, "overlap_p2p_comm": True, "sp": shape.tp > 1 and sp, "zero_stage": zero,
+                "micro_batch_size": mbs, "num_microbatches": m, "recompute": recompute, "offload": offload,
+                "offload_device": "cpu"})
 
         shape_fits = False
         for zero in _stages(decisions, framework, shape.pp):
@@ -343,8 +352,10 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
 
                 def sized_at(i: int):
                     if i not in at:
-                        lay = layout_for(zero, recomputes[i], offload)
-                        at[i] = (lay, size(cluster, model, lay, training, assumptions))
+                        # frugal at another recompute level (layout_for's fields, in its order), sized
+                        # from frugal's: the rest of the layout is the same
+                        lay = build_unchecked(Layout, dict(frugal.__dict__, recompute=recomputes[i]))
+                        at[i] = (lay, resize(frugal_sized, lay))
                         result.examined += 1
                     return at[i]
 
@@ -393,10 +404,11 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
     shapes = _shapes(cluster, model, training, decisions, strategy, framework)
     variants: dict[tuple, list[tuple[int, int]]] = {}    # base -> its (micro-batch, vpp) options, M10/M11
     for shape in shapes:
+        b = base(shape)
         for mbs in mbs_options:
             m = gbs // (mbs * shape.dp)
             if gbs % (mbs * shape.dp) == 0 and (shape.vpp == 1 or (m >= shape.pp and m % shape.pp == 0)):
-                variants.setdefault(base(shape), []).append((mbs, shape.vpp))
+                variants.setdefault(b, []).append((mbs, shape.vpp))
     floors: dict[tuple, dict] = {}      # base -> {(micro-batch, vpp): floor}, for shapes that fit
     levels: dict[tuple, dict] = defaultdict(dict)   # base -> {(zero, offload): first fitting recompute index}
     tried: set[tuple] = set()           # (base, micro-batch, vpp) explored
@@ -408,8 +420,9 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
         n = len(found)
         tried.add((b, mbs, 1))
         if explore(shape, mbs, variants[b]):
-            floors[b] = {v: min(c.floor[v] for c in found[n:]) for v in variants[b]}
-            for c in found[n:]:
+            fitting = found[n:]
+            floors[b] = {v: min(c.floor[v] for c in fitting) for v in variants[b]}
+            for c in fitting:
                 key = (c.layout.zero_stage, c.layout.offload)
                 levels[b][key] = min(levels[b].get(key, 9), recomputes.index(c.layout.recompute))
     if not found:

@@ -36,6 +36,7 @@ __all__ = [
 
 _DEFAULT = Assumptions()
 _make = build_unchecked
+_new = object.__new__
 
 
 def _memory_estimate(c: Ctx, A: Assumptions, best: tuple) -> MemoryEstimate:
@@ -75,6 +76,20 @@ def size(cluster, model, layout, training, assumptions: Assumptions | None = Non
     """The memory part of `estimate` without building its result: the planner's inner loop."""
     A = assumptions or _DEFAULT
     c = resolve(cluster, model, layout, training)
+    best, details = memory_terms(c, A)
+    return Sized(c, best, details, A)
+
+
+def resize(s: Sized, layout) -> Sized:
+    """`size` of `layout`, which differs from the layout `s` sized in its recompute level only: the
+    planner sizes each (shape, micro-batch, ZeRO stage, offload) at several levels. The context is
+    s's with the level changed (the only field `resolve` takes from it), and the memory terms that
+    do not depend on it come from the memo (memory._states)."""
+    d = s.ctx.__dict__.copy()      # (cheaper than dict(..., recompute=...))
+    d["recompute"] = layout.recompute
+    c = _new(Ctx)
+    c.__dict__ = d
+    A = s.assumptions
     best, details = memory_terms(c, A)
     return Sized(c, best, details, A)
 

@@ -32,10 +32,13 @@ Conventions:
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from .context import Ctx
 
-__all__ = ["local_members", "collective", "p2p", "alltoall", "tp_per_microbatch", "cp_per_microbatch",
-           "ep_per_microbatch", "pp_per_microbatch", "dp_terms"]
+__all__ = ["local_members", "collective", "ring", "run_ring", "p2p", "alltoall", "tp_per_microbatch", "tp_plan",
+           "tp_unhidden", "cp_per_microbatch", "cp_plan", "ep_per_microbatch", "ep_plan", "pp_per_microbatch",
+           "dp_terms"]
 
 
 def local_members(n: int, stride: int, domain: int) -> int:
@@ -46,23 +49,39 @@ def local_members(n: int, stride: int, domain: int) -> int:
 
 def collective(c: Ctx, A, units: float, nbytes: float, n: int, stride: int, calls: float = 1.0):
     """(bytes sent per rank, seconds, crosses_network) of `units` AG/RS-equivalents of nbytes over n ranks."""
-    if n <= 1 or nbytes <= 0 or units <= 0:
-        return 0.0, 0.0, False
+    return run_ring(ring(c, A, nbytes, n, stride), units, calls)
+
+
+def ring(c: Ctx, A, nbytes: float, n: int, stride: int):
+    """How one AG/RS-equivalent of nbytes over n ranks runs, for `run_ring`: (crosses_network, bytes
+    per rank per unit, seconds per unit across domains or None, NVLink bandwidth inside one domain or
+    None, latency per call); None when nothing moves. Apart from `collective` so that a caller
+    issuing several collectives of one message (TP) works this out once."""
+    if n <= 1 or nbytes <= 0:
+        return None
     domain = c.domain
     k = 1 if stride >= domain else max(1, min(n, domain // stride))   # local_members(n, stride, domain)
     N = -(-n // k)
     if N > 1:
-        ring = (n - 1) / n * nbytes
-        intra = (k - 1) / k * ring
-        inter = ring / k
+        per_unit = (n - 1) / n * nbytes
+        intra = (k - 1) / k * per_unit
+        inter = per_unit / k
         t_nvl = intra / (c.nvlink_bw * A.nvlink_efficiency)
         t_net = inter / (c.net_bw * A.network_efficiency)
-        sec = units * (t_nvl if t_nvl > t_net else t_net)
-        sec += calls * (A.latency_network + (N - 1) * A.ring_hop_latency)
-        return units * ring, sec, True
-    intra = (k - 1) / k * nbytes
-    sec = units * intra / (c.nvlink_bw * A.nvlink_efficiency) + calls * A.latency_nvlink
-    return units * intra, sec, False
+        return (True, per_unit, t_nvl if t_nvl > t_net else t_net, None,
+                A.latency_network + (N - 1) * A.ring_hop_latency)
+    return False, (k - 1) / k * nbytes, None, c.nvlink_bw * A.nvlink_efficiency, A.latency_nvlink
+
+
+def run_ring(r, units: float, calls: float = 1.0):
+    """(bytes sent per rank, seconds, crosses_network) of `units` of the collective r = ring(...) in
+    `calls` calls."""
+    if r is None or units <= 0:
+        return 0.0, 0.0, False
+    net, per_unit, unit_sec, nvlink, latency = r
+    # across domains units x the per-unit time; inside one (units x bytes) / bandwidth, as it always was
+    sec = units * unit_sec if net else units * per_unit / nvlink
+    return units * per_unit, sec + calls * latency, net
 
 
 def p2p(c: Ctx, A, nbytes: float, network: bool, calls: float = 1.0):
@@ -84,7 +103,8 @@ def alltoall(c: Ctx, A, nbytes: float, n: int, stride: int, calls: float = 1.0):
     return intra + inter, sec, net
 
 
-def tp_per_microbatch(c: Ctx, A, n_dense: int, n_moe: int, first: bool, last: bool, window: float):
+def tp_per_microbatch(c: Ctx, A, n_dense: int, n_moe: int, first: bool, last: bool, window: float,
+                      plan: TPPlan | None = None):
     """TP traffic of one micro-batch on one stage: (bytes, seconds, exposed seconds, network).
 
     Per layer, in units of the hidden-state message M = 2*s*b*h bytes:
@@ -96,74 +116,131 @@ def tp_per_microbatch(c: Ctx, A, n_dense: int, n_moe: int, first: bool, last: bo
       full recompute repeats the forward units. MoE layers with etp == 1 keep only the attention half.
     Embedding: +2 units forward (all-reduce; 1 reduce-scatter under SP); output layer under SP: +1
     all-gather forward and 2 async units backward. `window` is the GEMM time async units hide behind.
+    `plan` = tp_plan(c, A), when the caller times several stages of the layout.
     """
     if c.tp <= 1:
         return 0.0, 0.0, 0.0, False
-    M = 2.0 * c.s_loc * c.b * c.h
-    # (units, calls): forward exposed, backward exposed, backward async
-    if c.sp:
-        fwd, bwd_exp, bwd_async, c_fwd, c_exp, c_async = 4.0, 2.0, 4.0, 4.0, 2.0, 4.0
-    else:
-        fwd, bwd_exp, bwd_async, c_fwd, c_exp, c_async = 4.0, 0.0, 4.0, 2.0, 0.0, 2.0
-    layers = n_dense + (1.0 if c.etp > 1 else 0.5) * n_moe
-    rec = 2.0 if c.recompute == "full" else 1.0
-    exp_units = layers * (fwd * rec + bwd_exp)
-    exp_calls = layers * (c_fwd * rec + c_exp)
-    async_units = layers * bwd_async
-    async_calls = layers * c_async
-    if first:
-        exp_units += 1.0 if c.sp else 2.0
-        exp_calls += 1
-    if last and c.sp:
-        exp_units += 1.0
-        exp_calls += 1
-        async_units += 2.0
-        async_calls += 2
-    nbytes, sec_exp, net = collective(c, A, exp_units, M, c.tp, 1, exp_calls)
-    b2, sec_async, _ = collective(c, A, async_units, M, c.tp, 1, async_calls)
+    plan = plan or tp_plan(c, A)
+    exp_units, exp_calls, async_units, async_calls = _tp_units(plan, n_dense, n_moe, first, last)
+    nbytes, sec_exp, net = run_ring(plan.ring, exp_units, exp_calls)
+    b2, sec_async, _ = run_ring(plan.ring, async_units, async_calls)
     total = sec_exp + sec_async
-    if A.tp_comm_overlap and c.sp:
+    if plan.overlap:
         exposed = total * (1.0 - A.tp_overlap_efficiency)
     else:
         exposed = sec_exp + max(0.0, sec_async - window)
     return nbytes + b2, total, exposed, net
 
 
-def cp_per_microbatch(c: Ctx, A, n_layers: int, window: float):
+def tp_unhidden(c: Ctx, A, n_dense: int, n_moe: int, first: bool, last: bool, plan: TPPlan | None = None) -> float:
+    """tp_per_microbatch(..., window=inf)[2], the TP seconds no compute window hides (time.variant_floors).
+    Without TP comm overlap that is the exposed collectives' time alone (sec_exp + max(0, sec_async - inf)
+    is sec_exp), so the async ones are not timed."""
+    if c.tp <= 1:
+        return 0.0
+    plan = plan or tp_plan(c, A)
+    if plan.overlap:
+        return tp_per_microbatch(c, A, n_dense, n_moe, first, last, float("inf"), plan)[2]
+    exp_units, exp_calls, _, _ = _tp_units(plan, n_dense, n_moe, first, last)
+    return run_ring(plan.ring, exp_units, exp_calls)[1]
+
+
+def _tp_units(plan: TPPlan, n_dense: int, n_moe: int, first: bool, last: bool) -> tuple:
+    """(exposed units, exposed calls, async units, async calls) of one micro-batch's TP collectives on a stage."""
+    sp = plan.sp
+    layers = n_dense + plan.moe_share * n_moe
+    exp_units = layers * plan.exp_units
+    exp_calls = layers * plan.exp_calls
+    async_units = layers * plan.async_units
+    async_calls = layers * plan.async_calls
+    if first:
+        exp_units += 1.0 if sp else 2.0
+        exp_calls += 1
+    if last and sp:
+        exp_units += 1.0
+        exp_calls += 1
+        async_units += 2.0
+        async_calls += 2
+    return exp_units, exp_calls, async_units, async_calls
+
+
+class TPPlan(NamedTuple):
+    """The parts of tp_per_microbatch that are the same on every stage of one layout (tp_plan)."""
+    moe_share: float      # an MoE layer's TP traffic, in dense layers
+    exp_units: float      # per layer: exposed units and calls, async units and calls
+    exp_calls: float
+    async_units: float
+    async_calls: float
+    sp: bool
+    ring: tuple           # ring() of the hidden-state message over the TP group
+    overlap: bool         # TP comm overlap (tp_comm_overlap under SP)
+
+
+def tp_plan(c: Ctx, A) -> TPPlan:
+    """TPPlan of c's layout (tp > 1)."""
+    M = 2.0 * c.s_loc * c.b * c.h
+    # (units, calls): forward exposed, backward exposed, backward async
+    if c.sp:
+        fwd, bwd_exp, bwd_async, c_fwd, c_exp, c_async = 4.0, 2.0, 4.0, 4.0, 2.0, 4.0
+    else:
+        fwd, bwd_exp, bwd_async, c_fwd, c_exp, c_async = 4.0, 0.0, 4.0, 2.0, 0.0, 2.0
+    rec = 2.0 if c.recompute == "full" else 1.0
+    return TPPlan((1.0 if c.etp > 1 else 0.5), fwd * rec + bwd_exp, c_fwd * rec + c_exp, bwd_async, c_async, c.sp,
+                  ring(c, A, M, c.tp, 1), bool(A.tp_comm_overlap and c.sp))
+
+
+def cp_per_microbatch(c: Ctx, A, n_layers: int, window: float, plan: tuple | None = None):
     """CP traffic of one micro-batch: (bytes, seconds, exposed, network).
 
     Megatron/Transformer Engine ring attention (p2p): each rank passes its K,V chunk around the ring,
     cp-1 hops forward, and K,V plus dK,dV backward (2(cp-1) hops), overlapped with the attention of the
     chunk in hand (`window` = attention compute). DeepSpeed-Ulysses (framework deepspeed or
     megatron+deepspeed): all-to-all of Q,K,V and of the attention output, forward and backward,
-    exposed (Jacobs et al. 2023, DeepSpeed-Ulysses §3).
+    exposed (Jacobs et al. 2023, DeepSpeed-Ulysses §3). `plan` = cp_plan(c, A), when the caller times
+    several stages of the layout.
     """
     if c.cp <= 1:
         return 0.0, 0.0, 0.0, False
+    ulysses, nbytes, sec, net, per_layer = plan or cp_plan(c, A)
+    if ulysses:
+        k = n_layers * per_layer
+        return nbytes * k, sec * k, sec * k, net
+    sec *= n_layers     # ring attention: per layer
+    return nbytes * n_layers, sec, max(0.0, sec - window), net
+
+
+def cp_plan(c: Ctx, A) -> tuple:
+    """The parts of cp_per_microbatch that are the same on every stage of one layout (cp > 1):
+    (Ulysses, bytes, seconds, network, all-to-alls per layer) with Ulysses, else (ring attention,
+    bytes per layer, seconds per layer, network, None)."""
     rec = 1.0 if c.recompute == "full" else 0.0
     if c.deepspeed:
         payload = 2.0 * c.s_loc * c.b * (c.wq + c.wk + c.wv + c.wo) / c.tp
         nbytes, sec, net = alltoall(c, A, payload, c.cp, c.tp, calls=4)
-        k = n_layers * (2.0 + rec)
-        return nbytes * k, sec * k, sec * k, net
+        return True, nbytes, sec, net, 2.0 + rec
     chunk = 2.0 * c.s_loc * c.b * (c.wk + c.wv) / c.kv_div
     k_local = min(c.cp, c.domain // c.tp) if c.tp < c.domain else 1
     net = k_local < c.cp
     hops = (c.cp - 1) * (3.0 + rec)
-    sec_layer = p2p(c, A, chunk * hops, net, calls=hops)
-    sec = sec_layer * n_layers
-    return chunk * hops * n_layers, sec, max(0.0, sec - window), net
+    return False, chunk * hops, p2p(c, A, chunk * hops, net, calls=hops), net, None
 
 
-def ep_per_microbatch(c: Ctx, A, n_moe: int):
+def ep_per_microbatch(c: Ctx, A, n_moe: int, plan: tuple | None = None):
     """EP all-to-all of one micro-batch: dispatch and combine, forward and backward (4 per MoE layer,
-    6 with full recompute), each carrying the rank's routed token copies (k per token, h-wide)."""
+    6 with full recompute), each carrying the rank's routed token copies (k per token, h-wide).
+    `plan` = ep_plan(c, A), when the caller times several stages of the layout."""
     if c.ep <= 1 or n_moe == 0:
         return 0.0, 0.0, 0.0, False
-    payload = 2.0 * c.s_loc * c.b * c.topk * c.h * c.etp / c.tp * A.moe_load_imbalance
-    nbytes, sec, net = alltoall(c, A, payload, c.ep, c.etp)
-    k = n_moe * (6.0 if c.recompute == "full" else 4.0)
+    nbytes, sec, net, per_layer = plan or ep_plan(c, A)
+    k = n_moe * per_layer
     return nbytes * k, sec * k, sec * k * (1.0 - A.ep_overlap), net
+
+
+def ep_plan(c: Ctx, A) -> tuple:
+    """The parts of ep_per_microbatch that are the same on every stage of one layout (ep > 1): one
+    all-to-all's (bytes, seconds, network) and all-to-alls per MoE layer."""
+    payload = 2.0 * c.s_loc * c.b * c.topk * c.h * c.etp / c.tp * A.moe_load_imbalance
+    return (*alltoall(c, A, payload, c.ep, c.etp), 6.0 if c.recompute == "full" else 4.0)
 
 
 def pp_per_microbatch(c: Ctx, A, window: float = 0.0):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..architecture import ParameterCount, count_parameters
 from ..errors import InputError
 
-__all__ = ["Ctx", "resolve", "stage_layers", "megatron_split", "hbm_bandwidth"]
+__all__ = ["Ctx", "resolve", "stage_layers", "megatron_split", "hbm_bandwidth", "memoised", "remember"]
 
 MEGATRON_FRAMEWORKS = ("megatron", "megatron+deepspeed")
 DEEPSPEED_FRAMEWORKS = ("deepspeed", "megatron+deepspeed")
@@ -154,7 +154,8 @@ class Ctx:
     split: tuple         # per stage: (layers, dense layers, MoE layers)
     candidates: tuple    # stages that can be the most-loaded one (memory.candidate_stages)
     # one dict per (cluster, model, training), shared by every layout's Ctx: memo of terms that depend
-    # on a few layout degrees only (memory._acts); entries are immutable tuples, set atomically
+    # on a few layout degrees only (memory._acts, _act_invariants, _states; time._plans, the DP terms);
+    # entries are immutable tuples, set atomically (memoised, remember)
     memo: dict
 
     def __repr__(self) -> str:
@@ -347,6 +348,32 @@ def resolve(cluster, model, layout, training) -> Ctx:
     c = _new(Ctx)
     c.__dict__ = d
     return c
+
+
+# Entries per memo (one per (cluster, model, training); _STATIC keeps up to 16): a recommendation
+# stores 400 (70B on 64 GPUs, ~230 KB) to 1,000 (Mixtral-8x22B on 144, DeepSeek-V3 on 2,048, ~650 KB);
+# beyond the bound the memo starts over.
+MEMO_MAX = 2048
+
+
+def memoised(c: Ctx, A, key: tuple, compute, *args):
+    """compute(*args), kept in c.memo under `key`, which must name every layout field the result
+    depends on and id(A). The entry holds A itself, so A's id stays unique while the entry lives;
+    entries are never mutated (racing threads may both compute one; the values are equal). Hot
+    callers inline the lookup and call `remember` on a miss."""
+    hit = c.memo.get(key)
+    if hit is not None and hit[0] is A:
+        return hit[1]
+    return remember(c, A, key, compute(*args))
+
+
+def remember(c: Ctx, A, key: tuple, value):
+    """Store value in c.memo under key (see memoised) and return it."""
+    shared = c.memo
+    if len(shared) >= MEMO_MAX:
+        shared.clear()
+    shared[key] = (A, value)
+    return value
 
 
 def moe_layers_before(c: Ctx, n: int) -> int:

@@ -37,7 +37,7 @@ Sources, by term:
 
 from __future__ import annotations
 
-from .context import Ctx
+from .context import Ctx, memoised, remember
 
 __all__ = [
     "detail_dict",
@@ -221,10 +221,14 @@ def chunks_in_flight(c: Ctx, k: int) -> int:
 
 # --------------------------------------------------------------------------- one stage
 
-def _call_invariants(c: Ctx, A) -> tuple:
-    """The parts of stage_memory that are the same on every stage of one (layout, assumptions),
-    computed once per call and shared by the candidate stages (memory_terms). Each is the exact
-    expression stage_memory used to evaluate per stage, so the results do not change by a bit."""
+# stage_memory splits in two parts, each holding the exact expressions it always used (the results do
+# not change by a bit): the model states and parameter buffers (_stage_states), which depend on the
+# layout's tp, pp, ep, etp, ZeRO stage and offload only, and the activations, which also depend on the
+# micro-batch, cp, sp, vpp and recompute. The planner sizes each shape at several of those, so the
+# first part is kept per (cluster, model, training) in c.memo (_states).
+
+def _state_invariants(c: Ctx, A) -> tuple:
+    """The parts of the model states that are the same on every stage of one layout."""
     pc = c.pc
     tp = c.tp
     # ---- one layer's parameters on this rank (TP-sharded weights, replicated norms; experts over etp*ep)
@@ -241,6 +245,29 @@ def _call_invariants(c: Ctx, A) -> tuple:
     nd, ne = c.dense_shard, c.edp
     per_param = (w_r + w_s / nd, w_r + w_s / ne, g_r + g_s / nd, g_r + g_s / ne, o_r + o_s / nd, o_r + o_s / ne,
                  w_s, g_s, nd, ne)
+    zero3_live = 0.0
+    if c.zero >= 3 and c.deepspeed:
+        # DeepSpeed estimator: 4 * largest layer (gathered 16-bit params + grads of the biggest
+        # module). "Layer" is a leaf module (stage3.py counts m.parameters(recurse=False)).
+        largest = max(c.vpad * c.h, pc.output, c.h * max(c.wq, c.f), c.h * c.f_moe if c.experts > 1 else 0)
+        zero3_live = 4.0 * largest / tp
+    return dense_layer, routed, moe_other, word, per_param, zero3_live
+
+
+def _act_invariants(c: Ctx, A) -> tuple:
+    """The activation terms (and the activation-sized buffers) that are the same on every stage of
+    one layout, shared by the candidate stages (memory_terms) and kept in c.memo: many layouts
+    share the few fields they read."""
+    key = ("act_inv", id(A), c.tp, c.sp, c.cp, c.b, c.recompute, c.etp, c.framework, c.pp > 1)
+    hit = c.memo.get(key)
+    if hit is not None and hit[0] is A:
+        return hit[1]
+    return remember(c, A, key, _act_terms(c, A))
+
+
+def _act_terms(c: Ctx, A) -> tuple:
+    """_act_invariants, computed."""
+    tp = c.tp
     # ---- activations of one layer (per micro-batch), and the stage-independent activation terms
     rec = c.recompute
     per_dense = _acts(c, A, rec, False)
@@ -256,47 +283,43 @@ def _call_invariants(c: Ctx, A) -> tuple:
         act_work_dense = _acts(c, A, "none", False)
         act_work_moe = _acts(c, A, "none", True) if c.experts > 1 else 0.0
     # ---- stage-independent buffers
-    zero3_live = pp_buf = tpo = 0.0
-    if c.zero >= 3 and c.deepspeed:
-        # DeepSpeed estimator: 4 * largest layer (gathered 16-bit params + grads of the biggest
-        # module). "Layer" is a leaf module (stage3.py counts m.parameters(recurse=False)).
-        largest = max(c.vpad * c.h, pc.output, c.h * max(c.wq, c.f), c.h * c.f_moe if c.experts > 1 else 0)
-        zero3_live = 4.0 * largest / tp
+    pp_buf = tpo = 0.0
     if c.pp > 1:  # send/recv buffers for activations and their gradients
         pp_buf = 2 * 2.0 * 2.0 * s_b * c.h / (tp if tp > 1 else 1)
     if A.tp_comm_overlap and c.sp:
         tpo = 2 * 2.0 * s_b * c.h  # userbuffers hold the full-sequence AG/RS tensors
-    return (dense_layer, routed, moe_other, word, per_param, per_dense, per_moe, div, s_b, mask, act_out,
-            act_work_dense, act_work_moe, zero3_live, pp_buf, tpo)
+    return per_dense, per_moe, div, s_b, mask, act_out, act_work_dense, act_work_moe, pp_buf, tpo
 
 
 def _acts(c: Ctx, A, recompute: str, moe: bool) -> float:
     """_layer_acts(c, A, recompute, moe), kept across calls in c.memo: within one recommendation the
     planner's layouts share a few (cp, micro-batch, tp, sp, etp, recompute) combinations, which are
-    all that _layer_acts reads from the layout. The entry holds A itself, so A's id stays unique
-    while the entry lives."""
-    shared = c.memo
+    all that _layer_acts reads from the layout."""
     key = ("acts", id(A), c.cp, c.b, c.tp, c.sp, c.etp, recompute, moe)
-    hit = shared.get(key)
+    hit = c.memo.get(key)
     if hit is not None and hit[0] is A:
         return hit[1]
-    v = _layer_acts(c, A, recompute, moe)
-    if len(shared) >= _MEMO_MAX:
-        shared.clear()
-    shared[key] = (A, v)
-    return v
+    return remember(c, A, key, _layer_acts(c, A, recompute, moe))
 
 
-_MEMO_MAX = 512
+def _states(c: Ctx, A) -> tuple:
+    """_stage_states of each of c.candidates, kept in c.memo: the key holds every layout field they
+    read (kv_div, vpad, the stages and the candidates follow from tp, pp and the framework)."""
+    key = ("states", id(A), c.tp, c.pp, c.ep, c.etp, c.zero, c.framework, c.offload, c.offload_device,
+           c.dense_shard, c.edp)
+    return memoised(c, A, key, _all_stage_states, c, A)
 
 
-def stage_memory(c: Ctx, A, k: int, inv: tuple | None = None):
-    """Memory terms (bytes) of pipeline stage k's rank: returns (weights, grads, optimizer,
-    activations, buffers, offloaded_host, offloaded_nvme, detail values (detail_dict names them)).
-    The stage-independent terms come from `inv` = _call_invariants(c, A), computed once when the
-    caller evaluates several stages."""
-    (dense_layer, routed, moe_other, word, per_param, per_dense, per_moe, div, s_b, mask, act_out,
-     act_work_dense, act_work_moe, zero3_live, pp_buf, tpo) = inv or _call_invariants(c, A)
+def _all_stage_states(c: Ctx, A) -> tuple:
+    inv = _state_invariants(c, A)
+    return tuple(_stage_states(c, A, k, inv) for k in c.candidates)
+
+
+def _stage_states(c: Ctx, A, k: int, inv: tuple) -> tuple:
+    """Model states of pipeline stage k's rank and the buffers that scale with its parameters:
+    (weights, grads, optimizer, offloaded_host, offloaded_nvme, w_dense, w_exp, fp8_copy, zero3_live,
+    fsdp, bucket, dense params, expert params). `inv` = _state_invariants(c, A)."""
+    dense_layer, routed, moe_other, word, per_param, zero3_live = inv
     pc = c.pc
     p = c.pp
     n_layers, n_dense, n_moe = c.split[k]   # layers, dense and MoE layers of stage k (context._split)
@@ -342,6 +365,33 @@ def stage_memory(c: Ctx, A, k: int, inv: tuple | None = None):
         host = moved
     host_b, nvme_b = (host, 0.0) if c.offload_device == "cpu" else (0.0, host)
 
+    # ---- buffers that scale with the parameters
+    fsdp = bucket = 0.0
+    if c.zero >= 2 and not c.deepspeed:
+        # FSDP (Megatron-FSDP, torchtitan): all-gathered 16-bit params of the current and prefetched
+        # layer plus one layer's unsharded fp32 gradient before reduce-scatter.
+        per_layer = max(dense_layer if n_dense else 0.0, moe_other + routed / (c.ep * c.etp) if n_moe else 0.0)
+        fsdp = (2 * 2 + (A.fsdp_state_bytes[1] if c.framework == "torchtitan" else A.megatron_main_grad_bytes)) * per_layer
+        if c.zero == 2 and c.framework == "torchtitan":  # reshard_after_forward=False keeps params gathered
+            fsdp += 2 * (dense + expert)
+    if c.deepspeed and c.zero in (1, 2):
+        bucket = 2.0 * min(A.deepspeed_bucket_elements, dense + expert)
+    return (weights, g_bytes, o_bytes, host_b, nvme_b, w_dense, w_exp, fp8_copy, zero3_live, fsdp, bucket,
+            dense, expert)
+
+
+def stage_memory(c: Ctx, A, k: int, states: tuple | None = None, acts: tuple | None = None):
+    """Memory terms (bytes) of pipeline stage k's rank: returns (weights, grads, optimizer,
+    activations, buffers, offloaded_host, offloaded_nvme, detail values (detail_dict names them)).
+    `states` = _stage_states of stage k and `acts` = _act_invariants(c, A), when the caller
+    evaluates several stages (memory_terms)."""
+    (weights, g_bytes, o_bytes, host_b, nvme_b, w_dense, w_exp, fp8_copy, zero3_live, fsdp, bucket, dense,
+     expert) = states or _stage_states(c, A, k, _state_invariants(c, A))
+    (per_dense, per_moe, div, s_b, mask, act_out, act_work_dense, act_work_moe, pp_buf,
+     tpo) = acts or _act_invariants(c, A)
+    n_layers, n_dense, n_moe = c.split[k]
+    first, last = k == 0, k == c.pp - 1
+
     # ---- activations
     if not n_dense:
         per_dense = act_work_dense = 0.0
@@ -354,22 +404,11 @@ def stage_memory(c: Ctx, A, k: int, inv: tuple | None = None):
     if first:  # token/position ids (8sb) + embedding dropout mask (sbh), per in-flight micro-batch
         act_emb = (8.0 * s_b + mask * s_b * c.h / div) * max(1, inflight // v)
     if not last:
-        act_out = 0.0  # the logits term (see _call_invariants) is the last stage's
+        act_out = 0.0  # the logits term (see _act_invariants) is the last stage's
     # the working layer of full recompute (0 otherwise): the larger of a dense and an MoE layer here
     act_work = max(act_work_dense, act_work_moe)
     activations = act_layers + act_emb + act_out + act_work
 
-    # ---- buffers
-    fsdp = bucket = 0.0
-    if c.zero >= 2 and not c.deepspeed:
-        # FSDP (Megatron-FSDP, torchtitan): all-gathered 16-bit params of the current and prefetched
-        # layer plus one layer's unsharded fp32 gradient before reduce-scatter.
-        per_layer = max(dense_layer if n_dense else 0.0, moe_other + routed / (c.ep * c.etp) if n_moe else 0.0)
-        fsdp = (2 * 2 + (A.fsdp_state_bytes[1] if c.framework == "torchtitan" else A.megatron_main_grad_bytes)) * per_layer
-        if c.zero == 2 and c.framework == "torchtitan":  # reshard_after_forward=False keeps params gathered
-            fsdp += 2 * (dense + expert)
-    if c.deepspeed and c.zero in (1, 2):
-        bucket = 2.0 * min(A.deepspeed_bucket_elements, dense + expert)
     buffers = zero3_live + fsdp + bucket + pp_buf + tpo
 
     detail = (w_dense, w_exp, fp8_copy, act_layers, act_emb, act_out, act_work, zero3_live, fsdp, bucket, pp_buf,
@@ -418,9 +457,9 @@ def memory_terms(c: Ctx, A):
     best = None
     details = {}
     nccl = A.nccl_bytes_per_group * nccl_groups(c)
-    inv = _call_invariants(c, A)
-    for k in c.candidates:
-        w, g, o, act, buf, host, nvme, det = stage_memory(c, A, k, inv)
+    acts = _act_invariants(c, A)
+    for k, states in zip(c.candidates, _states(c, A)):
+        w, g, o, act, buf, host, nvme, det = stage_memory(c, A, k, states, acts)
         details[k] = det
         frag = A.fragmentation_fraction * (act + buf)
         reserve = A.cuda_context_bytes + nccl + frag

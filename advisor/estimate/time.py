@@ -23,8 +23,9 @@
 
 from __future__ import annotations
 
-from .comm import cp_per_microbatch, dp_terms, ep_per_microbatch, pp_per_microbatch, tp_per_microbatch
-from .context import Ctx, moe_layers_before
+from .comm import (cp_per_microbatch, cp_plan, dp_terms, ep_per_microbatch, ep_plan, pp_per_microbatch,
+                   tp_per_microbatch, tp_plan, tp_unhidden)
+from .context import Ctx, moe_layers_before, remember
 
 _new = object.__new__
 
@@ -85,8 +86,8 @@ def _gemm_calls(c: Ctx, n_dense: int, n_moe: int) -> float:
     return calls
 
 
-def _elementwise_bytes_per_token(c: Ctx, n_dense: int, n_moe: int) -> float:
-    """Activation bytes per token that n_dense + n_moe layers store on one rank, the measure of the
+def _elementwise_bytes_per_layer(c: Ctx) -> tuple[float, float]:
+    """Activation bytes per token that a dense and an MoE layer store on one rank, the measure of the
     element-wise kernels' (norms, bias/activation, dropout, residual adds, casts) HBM traffic:
     Korthikanti et al. 2022 §4.1's tensors without the attention core and the dropout masks (the
     terms of memory.per_layer_activations: replicated 8h, TP-sharded 24h/t for a GPT layer, the
@@ -96,14 +97,35 @@ def _elementwise_bytes_per_token(c: Ctx, n_dense: int, n_moe: int) -> float:
     rep = 8.0 * h + 2.0 * c.latent
     shd = (2.0 * c.wq + 2.0 * c.wo) / t + 2.0 * (c.wk + c.wv) / c.kv_div
     mlp = ((4.0 if c.gated else 2.0) + 2.0) * c.f / t
-    out = n_dense * (rep / div + shd + mlp)
-    if n_moe:
+    moe = 0.0
+    if c.experts > 1:
         moe = ((4.0 if c.gated else 2.0) + 2.0) * c.f_moe * (c.topk + c.shared) / t + 4.0 * h * c.topk / t
-        out += n_moe * (rep / div + shd + moe)
-    return out
+    return rep / div + shd + mlp, rep / div + shd + moe
 
 
-def _stage_compute(c: Ctx, A, n_dense: int, n_moe: int, last: bool):
+def _compute_plan(c: Ctx, A) -> tuple:
+    """The parts of _stage_compute that are the same on every stage of one layout, each the exact
+    expression _stage_compute used to evaluate per stage."""
+    T = c.s_loc * c.b
+    tokens = T / c.tp
+    lin_mul, attn_mul = _recompute_factors(c, A)
+    logits_flops = 3.0 * 2.0 * c.h * c.vpad * tokens
+    if c.precision == "fp8":
+        rate = c.peak_fp8 * A.fp8_efficiency
+    else:
+        rate = c.peak * A.compute_efficiency
+    hbm = c.hbm * A.hbm_efficiency
+    attn_rate = c.peak * (A.flash_attention_efficiency if c.flash else A.compute_efficiency)
+    share = 1.0 + (_SOFTMAX_FWD_SHARE if c.recompute != "none" else 0.0)
+    elementwise = None
+    if A.elementwise_traffic:
+        per_dense, per_moe = _elementwise_bytes_per_layer(c)
+        logits = (A.logits_bytes_megatron if c.megatron else A.logits_bytes_other) * c.vpad / c.tp
+        elementwise = per_dense, per_moe, (4.0 / 3.0 if c.recompute == "full" else 1.0), logits
+    return T, tokens, lin_mul, attn_mul, logits_flops, rate, hbm, attn_rate, share, elementwise
+
+
+def _stage_compute(c: Ctx, A, n_dense: int, n_moe: int, last: bool, plan: tuple | None = None):
     """Seconds of compute for one micro-batch on one rank of a stage, its executed FLOPs, and the
     attention-core part of the time (the window CP ring traffic hides behind).
 
@@ -116,37 +138,46 @@ def _stage_compute(c: Ctx, A, n_dense: int, n_moe: int, last: bool):
       unfused softmax chain at compute_efficiency plus its HBM traffic (softmax_bytes_per_score);
     - element-wise kernels: `elementwise_traffic` x the stored activation bytes, at hbm_efficiency
       of HBM bandwidth (memory-bound), plus the fp32 logits of the loss on the last stage.
+    `plan` = _compute_plan(c, A), when the caller times several stages of the layout.
     """
-    T = c.s_loc * c.b
-    tokens = T / c.tp
+    T, tokens, lin_mul, attn_mul, logits_flops, rate, hbm, attn_rate, share, elementwise = (
+        plan or _compute_plan(c, A))
     lin, attn = per_token_forward_flops(c, n_dense, n_moe, False, 0.0)
-    lin_mul, attn_mul = _recompute_factors(c, A)
     lin_f = lin * lin_mul * tokens
     calls = _gemm_calls(c, n_dense, n_moe) * lin_mul
     if last:
-        lin_f += 3.0 * 2.0 * c.h * c.vpad * tokens
+        lin_f += logits_flops
         calls += 3.0
     attn_f = attn * attn_mul * tokens
-    if c.precision == "fp8":
-        rate = c.peak_fp8 * A.fp8_efficiency
-    else:
-        rate = c.peak * A.compute_efficiency
     lin_t = lin_f / rate + calls * A.gemm_overhead
-    hbm = c.hbm * A.hbm_efficiency
-    if c.flash:
-        attn_t = attn_f / (c.peak * A.flash_attention_efficiency)
-    else:
-        attn_t = attn_f / (c.peak * A.compute_efficiency)
+    attn_t = attn_f / attn_rate
+    if not c.flash:
         scores = (n_dense + n_moe) * c.a / c.tp * c.s_loc * c.seq * c.b
-        share = 1.0 + (_SOFTMAX_FWD_SHARE if c.recompute != "none" else 0.0)
         attn_t += scores * A.softmax_bytes_per_score * share / hbm
     ew_t = 0.0
-    if A.elementwise_traffic:
-        ew = _elementwise_bytes_per_token(c, n_dense, n_moe) * (4.0 / 3.0 if c.recompute == "full" else 1.0)
+    if elementwise is not None:
+        per_dense, per_moe, recompute_factor, logits = elementwise
+        ew = n_dense * per_dense
+        if n_moe:
+            ew += n_moe * per_moe
+        ew = ew * recompute_factor
         if last:
-            ew += (A.logits_bytes_megatron if c.megatron else A.logits_bytes_other) * c.vpad / c.tp
+            ew += logits
         ew_t = A.elementwise_traffic * ew * T / hbm
     return lin_t + attn_t + ew_t, lin_f + attn_f, attn_t
+
+
+def _plans(c: Ctx, A) -> tuple:
+    """(_compute_plan, tp_plan, cp_plan, ep_plan) of c's layout: the parts of the per-micro-batch
+    terms that are the same on every stage, kept in c.memo. They read the layout's tp, cp,
+    micro-batch, sp, ep, etp, framework and recompute only, which the layouts the planner times
+    share much more often than whole stages."""
+    key = ("plans", id(A), c.tp, c.cp, c.b, c.sp, c.ep, c.etp, c.framework, c.recompute)
+    hit = c.memo.get(key)
+    if hit is not None and hit[0] is A:
+        return hit[1]
+    return remember(c, A, key, (_compute_plan(c, A), tp_plan(c, A) if c.tp > 1 else None,
+                                cp_plan(c, A) if c.cp > 1 else None, ep_plan(c, A) if c.ep > 1 else None))
 
 
 def _overlapped_tail(comm: float, window: float, v: int, p: int) -> float:
@@ -173,18 +204,27 @@ def _overlapped_tail(comm: float, window: float, v: int, p: int) -> float:
     return done if done > 0.0 else 0.0
 
 
-def stage_times(c: Ctx, A, k: int, dense_params: float, expert_params: float):
-    """All time terms of stage k; per-micro-batch terms are per micro-batch."""
+def stage_times(c: Ctx, A, k: int, dense_params: float, expert_params: float, plans: tuple | None = None):
+    """All time terms of stage k; per-micro-batch terms are per micro-batch. `plans` = _plans(c, A),
+    when the caller times several stages."""
     n_layers, n_dense, n_moe = c.split[k]   # layers, dense and MoE layers of stage k (context._split)
     first, last = k == 0, k == c.pp - 1
-    comp, flops, attn_t = _stage_compute(c, A, n_dense, n_moe, last)
+    compute_plan, tp_plan_, cp_plan_, ep_plan_ = plans or _plans(c, A)
+    comp, flops, attn_t = _stage_compute(c, A, n_dense, n_moe, last, compute_plan)
     # async TP backward collectives hide behind the weight-gradient GEMMs: backward is 2x forward and
     # half of it is wgrad, so ~1/3 of the layer's forward+backward GEMM time
-    tp = tp_per_microbatch(c, A, n_dense, n_moe, first, last, comp / 3.0)
-    cp = cp_per_microbatch(c, A, n_layers, attn_t)
-    ep = ep_per_microbatch(c, A, n_moe)
+    tp = tp_per_microbatch(c, A, n_dense, n_moe, first, last, comp / 3.0, tp_plan_)
+    cp = cp_per_microbatch(c, A, n_layers, attn_t, cp_plan_)
+    ep = ep_per_microbatch(c, A, n_moe, ep_plan_)
     pp = pp_per_microbatch(c, A, comp)
-    ob, og, op, mbb, mbs, dnet = dp_terms(c, A, dense_params, expert_params)
+    # the stage's DP traffic depends on its parameters and the groups, not on the micro-batch, vpp or recompute
+    key = ("dp", id(A), c.framework, c.zero, c.tp, c.cp, c.pp, c.ep, c.etp, c.dense_shard, c.edp, dense_params,
+           expert_params)
+    hit = c.memo.get(key)
+    if hit is not None and hit[0] is A:
+        ob, og, op, mbb, mbs, dnet = hit[1]
+    else:
+        ob, og, op, mbb, mbs, dnet = remember(c, A, key, dp_terms(c, A, dense_params, expert_params))
     # per-micro-batch DP traffic (ZeRO-2/3, FSDP) hides behind that micro-batch's compute
     dp_mb_exposed = max(0.0, mbs - comp) if A.overlap_grad_reduce else mbs
     # the last micro-batch's backward, which the gradient reduction overlaps: 2 of 3 forward-equivalents,
@@ -218,8 +258,9 @@ def time_terms(c: Ctx, A, stage_params: dict):
     p, v, m = c.pp, c.vpp, c.m
     stages = {}
     slow = S = dp_once_exposed = opt = None
+    plans = _plans(c, A)
     for k, (dense, expert) in stage_params.items():
-        st = stages[k] = stage_times(c, A, k, dense, expert)
+        st = stages[k] = stage_times(c, A, k, dense, expert, plans)
         # the slowest stage sets the pace (the first of equals); DP and optimizer: the longest
         if S is None or st["t_mb"] > S["t_mb"]:
             slow, S = k, st
@@ -260,7 +301,6 @@ def variant_floors(c: Ctx, A, T: dict, variants) -> dict:
     ring-CP and PP exposure, the async TP backward, DP traffic. The optimizer step does not depend
     on b, v or recompute, except under parameter offload. tests/test_planner_refine.py checks the
     bound against every variant of many shapes."""
-    inf = float("inf")
     per_b = {}
     for b, _ in variants:
         if b in per_b:
@@ -270,14 +310,21 @@ def variant_floors(c: Ctx, A, T: dict, variants) -> dict:
             ctx = _new(Ctx)
             ctx.__dict__ = dict(c.__dict__, b=b)
         worst = 0.0
-        for k in T["stages"]:
+        compute_plan, tp_plan_, cp_plan_, ep_plan_ = _plans(ctx, A)
+        for k, st in T["stages"].items():
             _, n_dense, n_moe = c.split[k]
             first, last = k == 0, k == c.pp - 1
-            x = _stage_compute(ctx, A, n_dense, n_moe, last)[0]
-            x += tp_per_microbatch(ctx, A, n_dense, n_moe, first, last, inf)[2]
-            x += ep_per_microbatch(ctx, A, n_moe)[2]
+            # c's own micro-batch: its compute and EP terms are T's (the same function of the same inputs)
+            if ctx is c:
+                comp, ep = st["comp"], st["ep"]
+            else:
+                comp = _stage_compute(ctx, A, n_dense, n_moe, last, compute_plan)[0]
+                ep = ep_per_microbatch(ctx, A, n_moe, ep_plan_)
+            x = comp
+            x += tp_unhidden(ctx, A, n_dense, n_moe, first, last, tp_plan_)
+            x += ep[2]
             if ctx.deepspeed:   # Ulysses all-to-all: exposed whatever the window
-                x += cp_per_microbatch(ctx, A, n_dense + n_moe, 0.0)[2]
+                x += cp_per_microbatch(ctx, A, n_dense + n_moe, 0.0, cp_plan_)[2]
             if x > worst:
                 worst = x
         per_b[b] = worst
