@@ -397,7 +397,7 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
                     break                                        # offload only when nothing fits
         return shape_fits
 
-    def base(shape) -> tuple:
+    def base(shape) -> tuple:           # a _Shape's or a Layout's degrees
         return (shape.tp, shape.pp, shape.cp, shape.ep, shape.dp)
 
     # Coarse pass: every shape at plain 1F1B and its smallest legal micro-batch.
@@ -488,7 +488,7 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
         # could beat its listed time (they stay outside the near-tie band: the choice does not move).
         before = len(found)
         for alt in alternatives:
-            b = base(_as_shape(alt.layout))
+            b = base(alt.layout)
             if b in floors:
                 refine(b, alt.step_time)
         if len(found) == before:
@@ -535,10 +535,6 @@ def _note_search(result: PlanResult, found: list[_Candidate], floors: dict, vari
     result.events.append(("note", f"{len(floors)} shapes fit; {len([t for t in tried if t[0] in floors])} of their "
                                   f"{n_variants} (micro-batch, vpp) variants sized; the others' floors (compute, "
                                   f"unhidden communication, least bubble) cannot change the choice", None))
-
-
-def _as_shape(layout: Layout) -> _Shape:
-    return _Shape(layout.tp, layout.pp, layout.cp, layout.ep, layout.etp or layout.tp, layout.vpp, layout.dp)
 
 
 def _pick(ordered: list[_Candidate], check_fn, checked: dict, max_alternatives: int):

@@ -28,6 +28,7 @@ pytestmark = pytest.mark.skipif(not eng_mod.durable_available(), reason="durable
 
 
 from engine_fixtures import FACT, L  # noqa: E402  (tests/ is on sys.path via rootdir conftest)
+from threads import run_in_threads  # noqa: E402
 
 
 def matrix_rules(n=20):
@@ -409,16 +410,9 @@ def test_thread_smoke(engines):
     errors: list = []
 
     def work(k):
-        try:
-            results[k] = [d.evaluate("matrix", fs[(k + i) % len(fs)]) for i in range(300)]
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
+        results[k] = [d.evaluate("matrix", fs[(k + i) % len(fs)]) for i in range(300)]
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors += run_in_threads(work, 8)
     assert not errors
     for k in range(8):
         assert results[k] == [want[(k + i) % len(fs)] for i in range(300)]

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import sys
-import threading
 
 import pytest
 
 from advisor import Cluster, Layout, Model, Training
 from advisor.estimate import Assumptions, estimate, estimate_of, memory_only, size, step_time_of
+from threads import run_in_threads  # tests/ is on sys.path (rootdir conftest)
 
 # (id, cluster kwargs, model preset, layout kwargs, training kwargs, assumptions kwargs or None)
 CASES = [
@@ -229,23 +229,16 @@ def test_same_results_from_many_threads():
     errors = []
 
     def work(seed):
-        try:
-            for i in range(3 * len(objs)):
-                j = (seed * 7 + i) % len(objs)
-                cluster, model, layout, training, A = objs[j]
-                layout = layout.model_copy()
-                mem = memory_only(cluster, model, layout, training, A).model_dump()
-                est = estimate(cluster, model, layout, training, A).model_dump()
-                if (est, mem) != want[j]:
-                    errors.append(CASES[j][0])
-        except Exception as exc:  # noqa: BLE001 - reported below
-            errors.append(repr(exc))
+        for i in range(3 * len(objs)):
+            j = (seed * 7 + i) % len(objs)
+            cluster, model, layout, training, A = objs[j]
+            layout = layout.model_copy()
+            mem = memory_only(cluster, model, layout, training, A).model_dump()
+            est = estimate(cluster, model, layout, training, A).model_dump()
+            if (est, mem) != want[j]:
+                errors.append(CASES[j][0])
 
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors += run_in_threads(work, 8)
     assert not errors
 
 

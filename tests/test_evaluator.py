@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import threading
 
 import pytest
 
@@ -25,6 +24,7 @@ from advisor.evaluator import (
 
 
 from engine_fixtures import FACT, L  # noqa: E402  (tests/ is on sys.path via rootdir conftest)
+from threads import run_in_threads  # noqa: E402
 
 
 # ---------------------------------------------------------------- normalize_value / normalize_fact
@@ -282,14 +282,10 @@ def test_python_engine_is_thread_safe():
     want = [eng.evaluate("m", f) for f in facts]
     bad: list = []
 
-    def work():
+    def work(_k):
         for _ in range(20):
             if [eng.evaluate("m", f) for f in facts] != want:
                 bad.append(1)
 
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    bad += run_in_threads(work, 4)
     assert not bad

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import hashlib
 import sys
-import threading
 
 import pytest
 
 from advisor import Cluster, Layout, Model, Training
 from advisor.api import recommend_with_ranking
 from advisor.estimate import Assumptions, resize, size, step_time_of
+from threads import run_in_threads  # tests/ is on sys.path (rootdir conftest)
 
 # (id, cluster kwargs, model preset, training kwargs or None, assumptions kwargs or None)
 SCENARIOS = [
@@ -120,19 +120,12 @@ def test_same_recommendations_from_many_threads():
     errors = []
 
     def work(seed):
-        try:
-            for i in range(2):
-                j = (seed + i) % len(picks)
-                if digests(*shared[j]) != want[j]:
-                    errors.append(picks[j][0])
-        except Exception as exc:  # noqa: BLE001 - reported below
-            errors.append(repr(exc))
+        for i in range(2):
+            j = (seed + i) % len(picks)
+            if digests(*shared[j]) != want[j]:
+                errors.append(picks[j][0])
 
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors += run_in_threads(work, 4)
     assert not errors
 
 
