@@ -142,12 +142,21 @@ def _family(name: str) -> tuple[str, dict[str, Any]] | tuple[None, None]:
     return None, None
 
 
+# Fine-tunes named after their recipe, mapped to the base model they fine-tune (the shape is the base's).
+_BASE_OF = {
+    # HF model card HuggingFaceH4/zephyr-7b-beta: "a fine-tuned version of mistralai/Mistral-7B-v0.1"
+    "zephyr-7b": "mistral-7b",
+}
+
+
 def _preset_candidates(name: str) -> list[str]:
     base = re.sub(r"\(.*?\)", "", name).strip().lower().replace(" ", "-")
     out = [base]
     out.append(re.sub(r"([a-z])(\d)", r"\1-\2", base, count=1))  # llama2-7b -> llama-2-7b
     out.append(re.sub(r"-v\d+(\.\d+)?$", "", base))             # mistral-7b-v0.1 -> mistral-7b
-    return list(dict.fromkeys(out))
+    first = name.strip().split()[0].lower() if name.strip() else ""   # "Zephyr-7B SFT -> DPO" -> zephyr-7b
+    out.append(_BASE_OF.get(first, first))
+    return list(dict.fromkeys(c for c in out if c))
 
 
 def _preset(name: str) -> Model | None:
