@@ -163,7 +163,19 @@ class Assumptions(BaseModel):
     "moe_act" the routed experts' activation output, "mlp" / "moe" / "shared_experts" keep only the
     module's input (memory.per_layer_activations, moe_mlp_activations). Megatron-LM:
     --recompute-granularity selective --recompute-modules ...; NeMo 2: model.config.recompute_modules.
-    Only the memory model reads it: the time model prices "selective" as the attention-core recompute."""
+    The time model charges one more forward of each module in the backward (time._selective_extra):
+    "core_attn" the attention core (its FLOPs 4x forward instead of 3x, and the unfused softmax's
+    forward traffic again); "mlp" a dense layer's FC1 and FC2, 2 x MLP parameters FLOPs per token,
+    plus its element-wise kernels (Megatron-Core does not apply it to MoE layers); "moe" the whole
+    MoE layer, router and routed + shared expert GEMMs, and its token dispatch and combine
+    all-to-alls again (moe_layer.py checkpoints them: 6 per layer instead of 4, as full recompute);
+    "shared_experts" the shared experts' GEMMs; "mla_up_proj" the MLA q/kv up-projection GEMMs;
+    "layernorm" and "moe_act" only element-wise time (the norm output, the experts' activation),
+    no FLOPs. Element-wise work is a third of `elementwise_traffic` per byte the module stores (one
+    forward of forward + backward). Not charged: the TP collectives inside a recomputed module, the
+    CP ring exchange a recomputed core_attn repeats, and the second re-run Megatron-Core's nested
+    checkpoints give "shared_experts" / "moe_act" when "moe" is also set, which keeps every set of
+    modules at or below full recompute's cost."""
 
     fp8_activation_bytes: float = Field(1.0, gt=0)
     """Bytes per saved element of linear-layer inputs (QKV, out-proj, FC1, FC2) when precision is fp8:

@@ -6,7 +6,12 @@
   Model FLOPs (for MFU) count the full s x s score matrix and no recompute, like Narayanan Eq. 3
   without its recompute pass and like PaLM's MFU (Chowdhery et al. 2022, App. B).
 - Recompute extra: full = one more forward of every layer (Narayanan Eq. 3's factor 4 instead of 3);
-  selective = one more forward of the attention core (Korthikanti et al. 2022 §5).
+  selective = one more forward of each module in `Assumptions.recompute_modules` (Megatron-Core
+  `recompute_modules`, megatron/core/transformer/transformer_config.py): "core_attn" the attention
+  core (Korthikanti et al. 2022 §5; the default, the only module before), the others through
+  `_selective_extra` (their GEMMs at 2 FLOPs per parameter per token, their element-wise kernels
+  at one third of `elementwise_traffic`, "moe" also the EP dispatch and combine). Each module's
+  charge is a part of what full recompute charges, so none <= selective <= full in compute.
 - Executed attention FLOPs with a causal FlashAttention kernel are `flash_causal_fraction` of the
   full matrix; an unfused (non-flash) attention also moves the s x s scores through HBM
   (`softmax_bytes_per_score`), timed at `hbm_efficiency` x HBM bandwidth.
@@ -61,7 +66,12 @@ def executed_flops_per_step(c: Ctx, A) -> float:
     n_moe = moe_layers_before(c, c.L)
     lin, attn = per_token_forward_flops(c, c.L - n_moe, n_moe, False, 0.0)
     lin_mul, attn_mul = _recompute_factors(c, A, causal=False)
-    return (lin * lin_mul + attn * attn_mul + 3.0 * 2.0 * c.h * c.vpad) * c.gbs * c.seq
+    extra = _selective_extra(c, A)
+    if extra is None:
+        return (lin * lin_mul + attn * attn_mul + 3.0 * 2.0 * c.h * c.vpad) * c.gbs * c.seq
+    # selective recompute_modules beyond core_attn: their GEMMs run forward once more
+    rec = (c.L - n_moe) * extra[0] + n_moe * extra[1]
+    return (lin * lin_mul + rec + attn * attn_mul + 3.0 * 2.0 * c.h * c.vpad) * c.gbs * c.seq
 
 
 def _recompute_factors(c: Ctx, A, causal: bool = True):
@@ -70,8 +80,9 @@ def _recompute_factors(c: Ctx, A, causal: bool = True):
     cf = A.flash_causal_fraction if (c.flash and causal) else 1.0
     if c.recompute == "full":
         return 4.0, 4.0 * cf
-    if c.recompute == "selective":
+    if c.recompute == "selective" and "core_attn" in A.recompute_modules:
         return 3.0, 4.0 * cf
+    # selective without "core_attn" keeps the attention core (its other modules: _selective_extra)
     return 3.0, 3.0 * cf
 
 
@@ -103,6 +114,118 @@ def _elementwise_bytes_per_layer(c: Ctx) -> tuple[float, float]:
     return rep / div + shd + mlp, rep / div + shd + moe
 
 
+def _selective_extra(c: Ctx, A) -> tuple | None:
+    """What Layout.recompute == "selective" runs once more in the backward for the modules of
+    `A.recompute_modules` other than "core_attn" (that one is _recompute_factors' attention
+    multiplier 4 and the softmax's forward share): per dense and per MoE layer, (forward FLOPs per
+    token, like per_token_forward_flops over the whole layer; GEMM calls, like _gemm_calls; bytes
+    per token on one rank, like _elementwise_bytes_per_layer). None, so that nothing is added and
+    every estimate stays bit for bit, unless the layout is selective with such a module.
+
+    Megatron-Core (megatron/core/transformer/transformer_config.py `recompute_modules`; "core_attn",
+    "mlp", "moe", "shared_experts" checkpoint normally, "layernorm", "moe_act", "mla_up_proj"
+    discard their output and recompute it):
+      mlp             dense layers only (transformer_layer.py: `recompute_mlp` is not set for a
+                      MoELayer): FC1 + FC2 again (tensor_parallel.checkpoint(self.mlp, ...)), 2 x
+                      pc.dense_mlp FLOPs, 2 calls, and its element-wise tensors: the fused norm's
+                      output (the FC1 input, 2h, replicated) and the FC1/activation outputs.
+      moe             MoE layers (moe/moe_layer.py: `moe_layer_recompute` checkpoints the whole
+                      custom_forward: router, shared experts, dispatch, routed experts, combine):
+                      the router and the routed + shared expert GEMMs, 2 x (h*E + (k + shared) x
+                      expert) FLOPs, the expert calls, the expert activations and permuted copies.
+                      The all-to-all dispatch and combine run again too: `_ep_per_microbatch`.
+      shared_experts  MoE layers (moe_layer.py `shared_experts_recompute`): 2 x shared x expert
+                      FLOPs, 2 calls, the shared experts' activations. Inside "moe" already.
+      mla_up_proj     MLA (multi_latent_attention.py `recompute_up_proj`: CheckpointWithoutOutput
+                      over `qkv_up_proj_and_rope_apply`, which runs linear_q_up_proj, or
+                      linear_q_proj without q_lora_rank, linear_kv_up_proj and RoPE): the
+                      attention's parameters but the down projections (h x latent) and the output
+                      projection (wo x h), so including the q/kv latent norms' weights (q_lora +
+                      kv_lora, 2,048 of DeepSeek-V3's 54.5M up-projection weights), which
+                      per_token_forward_flops counts at 2 FLOPs too; 2 calls; the Q, K, V tensors.
+      layernorm       element-wise only (a norm's GEMM-free forward; norms are not FLOPs here):
+                      the output of a separate norm module, 2h replicated, where Megatron-Core's TE
+                      layer spec has one (gpt_layer_specs.py: MLA's input_layernorm and a MoE
+                      layer's pre_mlp_layernorm are TENorm; the others are fused into the next
+                      linear, TELayerNormColumnParallelLinear, IdentityOp is not recomputed).
+      moe_act         element-wise only: the routed experts' activation output (FC2 input, 2 f_moe
+                      per routed copy). Inside "moe" already.
+    GEMM FLOPs: an (m x k)(k x n) GEMM is 2mkn FLOPs, i.e. 2 per parameter per token forward
+    (Narayanan et al. 2021 Eq. 3, Korthikanti et al. 2022 §5-6, this module's convention), and a
+    recomputed module runs its forward once more (Korthikanti §5). Element-wise: `elementwise_traffic`
+    is forward + backward per stored byte; one more forward is a third of it, the convention of
+    _compute_plan's 4/3 for full recompute. "moe" with "shared_experts" or "moe_act" nests the
+    checkpoints in Megatron-Core (the inner module's forward runs once more inside the recomputed
+    MoE backward); that third pass is not charged, so that each module's charge is a disjoint part
+    of the layer and selective never costs more than full (time.variant_floors, the planner's
+    recompute bisection). Not modelled: the TP collectives inside a recomputed module (the MLP's
+    all-gather / reduce-scatter under SP) and the CP ring exchange a recomputed core_attn repeats,
+    which comm.tp_plan / comm.cp_plan charge for full recompute only."""
+    if c.recompute != "selective":
+        return None
+    mods = A.recompute_modules
+    if all(m == "core_attn" for m in mods):
+        return None
+    pc = c.pc
+    h, t = c.h, c.tp
+    # Bytes per token below are the terms of _elementwise_bytes_per_layer (Korthikanti et al. 2022
+    # §4.1's stored tensors, 16-bit) that belong to the module; SP shards the replicated ones.
+    div = t if c.sp else 1
+    act = (4.0 if c.gated else 2.0) + 2.0   # FC1 output (2f, 4f with SwiGLU's gate and up) + FC2 input 2f
+    f_dense = f_moe = 0.0
+    calls_dense = calls_moe = 0.0
+    ew_dense = ew_moe = 0.0
+    if "mla_up_proj" in mods and c.latent:
+        # 2 FLOPs per up-projection parameter (all attention parameters but the down projections,
+        # h x (q_lora + kv_lora + rope) = h x latent, and the output projection wo x h; architecture._attention)
+        up = 2.0 * (pc.attention - h * c.latent - c.wo * h)
+        qkv = 2.0 * c.wq / t + 2.0 * (c.wk + c.wv) / c.kv_div   # the up-projected Q, K, V (16-bit)
+        f_dense += up
+        f_moe += up
+        calls_dense += 2.0                  # linear_q_up_proj (or linear_q_proj), linear_kv_up_proj
+        calls_moe += 2.0
+        ew_dense += qkv
+        ew_moe += qkv
+    if "layernorm" in mods:
+        if c.latent:                        # MLA input_layernorm (TENorm): its 16-bit output, 2h
+            ew_dense += 2.0 * h / div
+            ew_moe += 2.0 * h / div
+        if c.experts > 1:                   # MoE pre_mlp_layernorm (TENorm): its 16-bit output, 2h
+            ew_moe += 2.0 * h / div
+    if "mlp" in mods:
+        f_dense += 2.0 * pc.dense_mlp       # 2 FLOPs per MLP parameter per token (FC1 + FC2)
+        calls_dense += 2.0                  # FC1 (gate and up fused), FC2: as _gemm_calls
+        ew_dense += 2.0 * h / div + act * c.f / t   # fused norm output (FC1 input, 2h) + FC1/FC2 tensors
+    if c.experts > 1:
+        if "moe" in mods:
+            # router h x E and the k routed + shared experts a token passes through (per_token_forward_flops)
+            f_moe += 2.0 * (h * c.experts + (c.topk + c.shared) * pc.expert)
+            calls_moe += 2.0 * (c.experts / c.ep) + (2.0 if c.shared else 0.0)   # as _gemm_calls
+            # the whole MoE term of _elementwise_bytes_per_layer: expert tensors of the k + shared
+            # copies, and each routed copy's permuted input and expert output (2h + 2h)
+            ew_moe += act * c.f_moe * (c.topk + c.shared) / t + 4.0 * h * c.topk / t
+        else:
+            if "shared_experts" in mods and c.shared:
+                f_moe += 2.0 * c.shared * pc.expert   # 2 FLOPs per shared-expert parameter per token
+                calls_moe += 2.0                      # the shared experts' FC1 and FC2
+                ew_moe += act * c.f_moe * c.shared / t
+            if "moe_act" in mods:
+                ew_moe += 2.0 * c.f_moe * c.topk / t  # activation output (FC2 input), 2 f_moe per routed copy
+    return f_dense, f_moe, calls_dense, calls_moe, ew_dense, ew_moe
+
+
+def _ep_per_microbatch(c: Ctx, A, n_moe: int, plan: tuple | None = None):
+    """comm.ep_per_microbatch, plus the forward dispatch and combine that selective "moe" recompute
+    runs again: Megatron-Core checkpoints the MoE layer's whole custom_forward, token dispatch and
+    combine included (megatron/core/transformer/moe/moe_layer.py `MoELayer.forward`,
+    tensor_parallel.checkpoint(custom_forward, ...)), so 6 all-to-alls per MoE layer instead of 4,
+    as comm.ep_plan counts for full recompute."""
+    ep = ep_per_microbatch(c, A, n_moe, plan)
+    if c.recompute == "selective" and "moe" in A.recompute_modules and ep[1]:
+        return ep[0] * 1.5, ep[1] * 1.5, ep[2] * 1.5, ep[3]   # (4 + 2) / 4
+    return ep
+
+
 def _compute_plan(c: Ctx, A) -> tuple:
     """The parts of _stage_compute that are the same on every stage of one layout, each the exact
     expression _stage_compute used to evaluate per stage."""
@@ -116,13 +239,16 @@ def _compute_plan(c: Ctx, A) -> tuple:
         rate = c.peak * A.compute_efficiency
     hbm = c.hbm * A.hbm_efficiency
     attn_rate = c.peak * (A.flash_attention_efficiency if c.flash else A.compute_efficiency)
-    share = 1.0 + (_SOFTMAX_FWD_SHARE if c.recompute != "none" else 0.0)
+    # the unfused softmax runs forward again when the attention core is recomputed
+    core = c.recompute == "full" or (c.recompute == "selective" and "core_attn" in A.recompute_modules)
+    share = 1.0 + (_SOFTMAX_FWD_SHARE if core else 0.0)
     elementwise = None
     if A.elementwise_traffic:
         per_dense, per_moe = _elementwise_bytes_per_layer(c)
         logits = (A.logits_bytes_megatron if c.megatron else A.logits_bytes_other) * c.vpad / c.tp
         elementwise = per_dense, per_moe, (4.0 / 3.0 if c.recompute == "full" else 1.0), logits
-    return T, tokens, lin_mul, attn_mul, logits_flops, rate, hbm, attn_rate, share, elementwise
+    return (T, tokens, lin_mul, attn_mul, logits_flops, rate, hbm, attn_rate, share, elementwise,
+            _selective_extra(c, A))
 
 
 def _stage_compute(c: Ctx, A, n_dense: int, n_moe: int, last: bool, plan: tuple | None = None):
@@ -140,11 +266,14 @@ def _stage_compute(c: Ctx, A, n_dense: int, n_moe: int, last: bool, plan: tuple 
       of HBM bandwidth (memory-bound), plus the fp32 logits of the loss on the last stage.
     `plan` = _compute_plan(c, A), when the caller times several stages of the layout.
     """
-    T, tokens, lin_mul, attn_mul, logits_flops, rate, hbm, attn_rate, share, elementwise = (
+    T, tokens, lin_mul, attn_mul, logits_flops, rate, hbm, attn_rate, share, elementwise, extra = (
         plan or _compute_plan(c, A))
     lin, attn = per_token_forward_flops(c, n_dense, n_moe, False, 0.0)
     lin_f = lin * lin_mul * tokens
     calls = _gemm_calls(c, n_dense, n_moe) * lin_mul
+    if extra is not None:   # selective recompute_modules beyond core_attn (_selective_extra)
+        lin_f += (n_dense * extra[0] + n_moe * extra[1]) * tokens
+        calls += n_dense * extra[2] + n_moe * extra[3]
     if last:
         lin_f += logits_flops
         calls += 3.0
@@ -161,6 +290,8 @@ def _stage_compute(c: Ctx, A, n_dense: int, n_moe: int, last: bool, plan: tuple 
         if n_moe:
             ew += n_moe * per_moe
         ew = ew * recompute_factor
+        if extra is not None:   # one more forward of the recomputed modules' kernels: 1/3 of fwd + bwd
+            ew += (n_dense * extra[4] + n_moe * extra[5]) / 3.0
         if last:
             ew += logits
         ew_t = A.elementwise_traffic * ew * T / hbm
@@ -215,7 +346,7 @@ def stage_times(c: Ctx, A, k: int, dense_params: float, expert_params: float, pl
     # half of it is wgrad, so ~1/3 of the layer's forward+backward GEMM time
     tp = tp_per_microbatch(c, A, n_dense, n_moe, first, last, comp / 3.0, tp_plan_)
     cp = cp_per_microbatch(c, A, n_layers, attn_t, cp_plan_)
-    ep = ep_per_microbatch(c, A, n_moe, ep_plan_)
+    ep = _ep_per_microbatch(c, A, n_moe, ep_plan_)
     pp = pp_per_microbatch(c, A, comp)
     # the stage's DP traffic depends on its parameters and the groups, not on the micro-batch, vpp or recompute
     key = ("dp", id(A), c.framework, c.zero, c.tp, c.cp, c.pp, c.ep, c.etp, c.dense_shard, c.edp, dense_params,
@@ -230,6 +361,11 @@ def stage_times(c: Ctx, A, k: int, dense_params: float, expert_params: float, pl
     # the last micro-batch's backward, which the gradient reduction overlaps: 2 of 3 forward-equivalents,
     # 3 of 4 with full recompute (the recompute forward runs inside the backward)
     bwd_share = 0.75 if c.recompute == "full" else 2.0 / 3.0
+    extra = compute_plan[10]
+    if extra is not None and flops > 0.0:
+        # selective recompute_modules beyond core_attn (_selective_extra): their e recompute FLOPs of
+        # the F executed run inside the backward too, (2/3 (F - e) + e) / F; full's e = F/4 gives 3/4
+        bwd_share += (n_dense * extra[0] + n_moe * extra[1]) * compute_plan[1] / (3.0 * flops)
     g_exp = _overlapped_tail(og, comp * bwd_share, c.vpp, c.pp) if A.overlap_grad_reduce else og
     p_exp = _overlapped_tail(op, comp * (1.0 - bwd_share), c.vpp, c.pp) if A.overlap_param_gather else op
     t_mb = comp + tp[2] + cp[2] + ep[2] + pp[2] + dp_mb_exposed
@@ -295,7 +431,8 @@ def variant_floors(c: Ctx, A, T: dict, variants) -> dict:
     on the slowest stage is at least the largest, over the stages, of these per-micro-batch terms
     X_k(b), each of which only grows with recompute: compute, the TP collectives that are never
     hidden (forward; under SP also the backward all-gathers; with tp_comm_overlap the non-overlapped
-    share of all), the EP all-to-all and the Ulysses all-to-all. Hence
+    share of all), the EP all-to-all and the Ulysses all-to-all. (Selective recompute's charge for
+    any `recompute_modules` is a part of full recompute's: _selective_extra, _ep_per_microbatch.) Hence
         step >= (m_b + (p-1)/v) * max_k X_k(b) + optimizer,    m_b = m * c.b / b.
     Dropped as >= 0 (they shrink with a larger overlap window, so more recompute could lower them):
     ring-CP and PP exposure, the async TP backward, DP traffic. The optimizer step does not depend
@@ -319,7 +456,7 @@ def variant_floors(c: Ctx, A, T: dict, variants) -> dict:
                 comp, ep = st["comp"], st["ep"]
             else:
                 comp = _stage_compute(ctx, A, n_dense, n_moe, last, compute_plan)[0]
-                ep = ep_per_microbatch(ctx, A, n_moe, ep_plan_)
+                ep = _ep_per_microbatch(ctx, A, n_moe, ep_plan_)
             x = comp
             x += tp_unhidden(ctx, A, n_dense, n_moe, first, last, tp_plan_)
             x += ep[2]
