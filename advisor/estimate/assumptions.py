@@ -269,7 +269,21 @@ class Assumptions(BaseModel):
     share SMs and HBM with the compute they hide behind)."""
 
     ep_overlap: float = Field(0.0, ge=0, le=1)
-    """Share of MoE all-to-all time hidden behind compute (Megatron's A2A/compute overlap is opt-in)."""
+    """Share of MoE all-to-all time hidden behind compute (Megatron's A2A/compute overlap is opt-in:
+    --overlap-moe-expert-parallel-comm). Measured: on Qwen3-235B over 256 H100 with EP 32 across
+    nodes the Megatron MoE Model Zoo's 1F1B A2A overlap cut the step from 19.7 s to 17.6 s
+    (best_practice/qwen3/readme.md; benchmarks/calibrate_moe.py), about a third of the all-to-all
+    time this model charges there, not all of it."""
+
+    moe_token_dispatcher: Literal["alltoall", "deepep"] = "alltoall"
+    """How MoE tokens reach their experts' ranks. "alltoall": Megatron-Core's all-to-all dispatcher
+    (--moe-token-dispatcher-type alltoall, NCCL), which sends every routed copy of a token to its
+    expert's rank. "deepep": the flex dispatcher with DeepEP (--moe-token-dispatcher-type flex
+    --moe-enable-deepep; deepseek-ai/DeepEP README), whose internode kernels send a token to each
+    remote node once and forward it to that node's experts over NVLink, so the network carries a
+    token's distinct remote nodes, not its remote copies (comm.node_dedup: 0.45 of the copies for
+    Qwen3-235B's top-8 of 128 experts on EP 32 over 4 nodes). Checked against the Model Zoo's
+    measured EP 32 run (benchmarks/calibrate_moe.py). Inside one node both are priced alike."""
 
     # ---------------------------------------------------------------- offload
     pcie_bandwidth: float = Field(25e9, gt=0)

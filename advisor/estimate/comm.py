@@ -32,6 +32,7 @@ Conventions:
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 from .context import Ctx
@@ -240,7 +241,42 @@ def ep_plan(c: Ctx, A) -> tuple:
     """The parts of ep_per_microbatch that are the same on every stage of one layout (ep > 1): one
     all-to-all's (bytes, seconds, network) and all-to-alls per MoE layer."""
     payload = 2.0 * c.s_loc * c.b * c.topk * c.h * c.etp / c.tp * A.moe_load_imbalance
-    return (*alltoall(c, A, payload, c.ep, c.etp), 6.0 if c.recompute == "full" else 4.0)
+    per_layer = 6.0 if c.recompute == "full" else 4.0
+    if A.moe_token_dispatcher == "deepep":
+        return (*_deepep(c, A, payload), per_layer)
+    return (*alltoall(c, A, payload, c.ep, c.etp), per_layer)
+
+
+def node_dedup(experts: int, topk: int, nodes: int) -> float:
+    """Network copies of a token per routed copy when each token crosses to a remote node once and is
+    forwarded there over NVLink (DeepEP's internode dispatch and combine): the expected number of
+    remote nodes among a token's `topk` distinct experts, drawn uniformly from `experts` spread
+    evenly over `nodes` nodes, over the topk * (nodes-1)/nodes remote copies a plain all-to-all sends.
+    A node holds experts/nodes experts; it is missed with probability C(E - E/N, k) / C(E, k)."""
+    if nodes <= 1:
+        return 1.0
+    per_node = experts // nodes
+    miss = math.comb(experts - per_node, topk) / math.comb(experts, topk)
+    return nodes * (1.0 - miss) / topk
+
+
+def _deepep(c: Ctx, A, payload: float):
+    """alltoall() for DeepEP's kernels (deepseek-ai/DeepEP README: internode dispatch/combine send a
+    token over RDMA once per destination node and forward it to that node's experts over NVLink;
+    combine reduces on the remote node before sending back): the network part shrinks by node_dedup;
+    the NVLink part is the plain all-to-all's (NVLink is not the bound across nodes). Routing is taken
+    as uniform: DeepSeek-V3's node-limited routing (at most 4 nodes per token) is not modelled, which
+    over-charges that model when its EP group spans more than 4 nodes."""
+    n = c.ep
+    k = local_members(n, c.etp, c.domain)
+    nodes = -(-n // k)
+    nbytes, sec, net = alltoall(c, A, payload, n, c.etp)
+    if nodes <= 1:
+        return nbytes, sec, net
+    intra = payload * (k - 1) / n
+    inter = payload * (n - k) / n * node_dedup(c.experts, c.topk, nodes)
+    sec = max(intra / (c.nvlink_bw * A.nvlink_efficiency), inter / (c.net_bw * A.network_efficiency))
+    return intra + inter, sec + A.latency_network, True
 
 
 def pp_per_microbatch(c: Ctx, A, window: float = 0.0):
