@@ -216,6 +216,21 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
 
+def _validation_text(exc: ValidationError) -> str:
+    """pydantic's errors in advisor's have/want form (errors.InputError), one per invalid field,
+    without pydantic's documentation links."""
+    parts = []
+    for err in exc.errors(include_url=False):
+        ours = (err.get("ctx") or {}).get("error")
+        if isinstance(ours, AdvisorError):          # raised by advisor's own validators: already have/want
+            parts.append(str(ours))
+            continue
+        where = ".".join(str(p) for p in err["loc"])
+        field = f"{exc.title}.{where}" if where else exc.title
+        parts.append(f"{field}: invalid value\n  have: {err.get('input')!r}\n  want: {err['msg']}")
+    return "\n".join(parts)
+
+
 def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "explain":
@@ -225,7 +240,7 @@ def _main(argv: list[str] | None) -> int:
     try:
         return handler(args)
     except ValidationError as exc:
-        print(f"advisor: error: {exc}", file=sys.stderr)
+        print(f"advisor: error: {_validation_text(exc)}", file=sys.stderr)
         return 2
     except AdvisorError as exc:
         print(f"advisor: error: {exc}", file=sys.stderr)

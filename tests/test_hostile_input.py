@@ -696,3 +696,21 @@ def test_hf_config_path_too_long_is_an_input_error():
 def test_cli_hf_config_path_too_long_exits_2():
     code, _out, err = run_cli(["recommend", "--hf-config", "x" * 300, "--gpu", "H100", "--gpus", "8"])
     assert code == 2 and "hf_config" in err
+
+
+@pytest.mark.parametrize("argv,field,have", [
+    (["recommend", "--model", "llama-3-8b", "--gpu", "H100", "--gpus", "0"], "Cluster.gpus", "0"),
+    (["recommend", "--model", "llama-3-8b", "--gpu", "H100x", "--gpus", "8"], "Cluster.gpu", "'H100x'"),
+    (["recommend", "--model", "mixtral-8x7b", "--gpu", "H100", "--gpus", "64", "--assume", 'moe_token_dispatcher="allgather"'],
+     "Assumptions.moe_token_dispatcher", "'allgather'"),
+    (["recommend", "--model", "llama-3-8b", "--gpu", "H100", "--gpus", "8", "--assume", "ep_overlap=2"],
+     "Assumptions.ep_overlap", "2"),
+])
+def test_cli_validation_errors_read_as_have_want(argv, field, have):
+    """pydantic's refusals print in advisor's form: the field, what was given, what is wanted; once
+    each, without pydantic's documentation links."""
+    code, _out, err = run_cli(argv)
+    assert code == 2, err
+    assert err.startswith(f"advisor: error: {field}: invalid value\n"), err
+    assert f"  have: {have}\n" in err and "  want: " in err, err
+    assert "errors.pydantic.dev" not in err and err.count("have:") == 1, err
