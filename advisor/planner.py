@@ -625,20 +625,18 @@ def _other_family(cluster, model, training, decisions: Decisions, strategy: str,
 def _merge_rankings(ours: list, theirs: list) -> list:
     """Both families' layouts best first: each family keeps its own order (its near-ties broken by
     its own preference) and the two are merged by estimated step time, ours first on a tie and our
-    first layout (the choice) first; a shape (tp, pp, cp, ep) already listed is not listed again."""
-    merged, seen = [], set()
+    first layout (the choice) first. Every layout stays: a shape's other (micro-batch, vpp, recompute)
+    variants are layouts that fit too, and the fastest of them may come after a variant the near-tie
+    preference put first."""
+    merged = []
     i = j = 0
     while i < len(ours) or j < len(theirs):
         take_ours = j >= len(theirs) or (i < len(ours) and (i == 0 or ours[i][1].step_time <= theirs[j][1].step_time))
-        layout, est = ours[i] if take_ours else theirs[j]
+        merged.append(ours[i] if take_ours else theirs[j])
         if take_ours:
             i += 1
         else:
             j += 1
-        shape = (layout.tp, layout.pp, layout.cp, layout.ep, layout.framework)
-        if shape not in seen:
-            seen.add(shape)
-            merged.append((layout, est))
     return merged
 
 
