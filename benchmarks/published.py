@@ -321,6 +321,13 @@ class _Skip(Exception):
 # and pipeline-parallel communication (enabled by default) with computation".
 _TP_COMM_OVERLAP_SOURCES = ("mcore-h100-weak-", "megatron-lm-readme-h100-")
 
+# The Megatron MoE Model Zoo's default runs name their token dispatcher in runtime.conf's DISPATCHER
+# column (github:yanring/Megatron-MoE-ModelZoo@30631ea5a4aa6a5328be4e81466ac0d7e9fc438f:
+# runtime_configs/benchmarking/runtime.conf; the records' own commit is not stored, their layouts
+# match this one): "flex" (DeepEP's kernels) for DeepSeek-V3 and Qwen3-235B-A22B, "alltoall" for the
+# others.
+_FLEX_DISPATCHER_RECORDS = ("moe-zoo-default-deepseek-v3-", "moe-zoo-default-qwen3-235b-")
+
 
 def _build(r: dict) -> PublishedRecord:
     rec = PublishedRecord(id=r["id"], raw=r)
@@ -397,6 +404,9 @@ def _build(r: dict) -> PublishedRecord:
         # stated by the record, or by its source document for all of its runs (see below)
         rec.assumptions["tp_comm_overlap"] = True
         A.append("--tp-comm-overlap (stated by the source)")
+    if r["id"].startswith(_FLEX_DISPATCHER_RECORDS):
+        rec.assumptions["moe_token_dispatcher"] = "deepep"
+        A.append("flex token dispatcher with DeepEP (the Model Zoo's runtime.conf)")
     if kind == "fsdp" and "trl" in fw:
         # alignment-handbook recipes load the model with torch_dtype: bfloat16: no fp32 master copy
         rec.assumptions["fsdp_state_bytes"] = (2.0, 2.0, 4.0)
