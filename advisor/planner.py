@@ -302,6 +302,7 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
     # the best step time in the group the choice is made in (layouts with headroom, else all)
     best, roomy_seen = [float("inf")], [False]
     level_hint: list[int | None] = [None]    # the recompute level the last explored layout needed
+    last_fitted = [False]                    # whether the last explored (shape, ZeRO, offload) fitted at all
 
     def explore(shape: _Shape, mbs: int, variants_of_shape: list | None, levels: dict | None = None) -> bool:
         """Add the fitting (ZeRO, recompute, offload) options of one shape and micro-batch; False if none
@@ -331,31 +332,22 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
                 if levels is not None and (zero, offload) not in levels:
                     continue
                 first = 0 if levels is None else levels[zero, offload]
-                # Memory only shrinks with more recompute: test the most frugal level first, and skip
-                # the others when even it does not fit.
-                frugal = layout_for(zero, recomputes[-1], offload)
-                frugal_sized = sized = size(cluster, model, frugal, training, assumptions)
-                result.examined += 1
-                if not (sized.fits and sized.host_fits):
-                    if closest is None or sized.total < closest[1].total:
-                        closest = (frugal, sized)
-                    key = (shape.tp, shape.pp, shape.cp, shape.ep, zero, offload)
-                    if mbs == mbs_options[0] and shape.vpp == 1 and key not in logged \
-                            and len(logged) < MAX_REJECT_EVENTS:
-                        logged.add(key)
-                        result.events.append((
-                            "reject", f"memory: {sized.total / 2**30:.1f} GiB per GPU > {sized.capacity / 2**30:.1f}"
-                                      f" GiB even with recompute {recomputes[-1]}", frugal.id))
-                    continue
                 top = len(recomputes) - 1
-                at = {top: (frugal, frugal_sized)}
+                # The first sizing: at the level the previous layout needed (neighbouring shapes mostly
+                # need the same one, and then it is the only sizing), or, after a layout that did not
+                # fit at all, at the most frugal level, which alone decides whether anything fits.
+                hint = level_hint[0]
+                start = hint if last_fitted[0] and hint is not None and first <= hint < top else top
+                base = layout_for(zero, recomputes[start], offload)
+                at = {start: (base, size(cluster, model, base, training, assumptions))}
+                result.examined += 1
 
                 def sized_at(i: int):
                     if i not in at:
-                        # frugal at another recompute level (layout_for's fields, in its order), sized
-                        # from frugal's: the rest of the layout is the same
-                        lay = build_unchecked(Layout, dict(frugal.__dict__, recompute=recomputes[i]))
-                        at[i] = (lay, resize(frugal_sized, lay))
+                        # base at another recompute level (layout_for's fields, in its order), sized
+                        # from base's: the rest of the layout is the same (resize equals size exactly)
+                        lay = build_unchecked(Layout, dict(base.__dict__, recompute=recomputes[i]))
+                        at[i] = (lay, resize(at[start][1], lay))
                         result.examined += 1
                     return at[i]
 
@@ -363,19 +355,33 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
                     s_ = sized_at(i)[1]
                     return s_.fits and s_.host_fits
 
-                # The least recompute that fits, by bisection over the levels (memory falls with each
-                # level), probing first where the previous layout's answer was: neighbouring shapes
-                # mostly need the same level, so this usually takes one sizing after the frugal one.
-                lo, hi = first, top                  # hi fits
-                probe = level_hint[0]
+                # Memory only shrinks with more recompute: when the first level does not fit, the most
+                # frugal one decides whether any does; then the least level that fits, by bisection.
+                if fits_at(start):
+                    lo, hi = first, start            # hi fits
+                else:
+                    frugal, sized = sized_at(top)
+                    if not (sized.fits and sized.host_fits):
+                        last_fitted[0] = False
+                        if closest is None or sized.total < closest[1].total:
+                            closest = (frugal, sized)
+                        key = (shape.tp, shape.pp, shape.cp, shape.ep, zero, offload)
+                        if mbs == mbs_options[0] and shape.vpp == 1 and key not in logged \
+                                and len(logged) < MAX_REJECT_EVENTS:
+                            logged.add(key)
+                            result.events.append((
+                                "reject", f"memory: {sized.total / 2**30:.1f} GiB per GPU > {sized.capacity / 2**30:.1f}"
+                                          f" GiB even with recompute {recomputes[-1]}", frugal.id))
+                        continue
+                    lo, hi = start + 1, top
                 while lo < hi:
-                    mid = probe if probe is not None and lo <= probe < hi else (lo + hi) // 2
-                    probe = None
+                    mid = (lo + hi) // 2
                     if fits_at(mid):
                         hi = mid
                     else:
                         lo = mid + 1
                 level_hint[0] = hi
+                last_fitted[0] = True
                 for i in range(hi, top + 1):
                     layout, sized = sized_at(i)
                     if sized.fits and sized.host_fits:
