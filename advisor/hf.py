@@ -9,6 +9,8 @@ the embeddings are tied when the file does not say). Supported `model_type`s:
 |--------------------------|----------------------------------------------------------------------|
 | llama, mistral, mixtral  | SwiGLU, RMSNorm, RoPE, no biases, untied                             |
 | qwen2                    | as llama, plus a bias on the q/k/v projections                       |
+| qwen3                    | as llama, head_dim 128 by default, QK-norm (not counted, see below)  |
+| qwen3_moe                | as qwen3, plus routed experts (no shared expert)                     |
 | deepseek_v3, deepseek_v2 | as llama, plus MLA attention and DeepSeekMoE (shared experts)        |
 | gpt_neox                 | GeLU, LayerNorm, RoPE, biases, untied                                |
 | bloom                    | GeLU, LayerNorm, ALiBi, biases, tied                                 |
@@ -20,13 +22,23 @@ the embeddings are tied when the file does not say). Supported `model_type`s:
 
 Key names and class defaults are those of the Hugging Face `transformers` configuration classes
 (huggingface/transformers, src/transformers/models/<type>/configuration_<type>.py: LlamaConfig,
-MistralConfig, MixtralConfig, Qwen2Config, DeepseekV3Config, GPTNeoXConfig, BloomConfig,
-GPT2Config, GemmaConfig, SmolLM3Config, Starcoder2Config, NemotronConfig) and of the published
-checkpoints' config.json files. The activation only matters through the MLP's shape: a gated MLP
-(three matrices) is modelled as "swiglu", an ungated one (two matrices) as "gelu", whatever the
-function (Gemma's GeGLU and Nemotron's squared ReLU change no parameter count). Old aliases are
+MistralConfig, MixtralConfig, Qwen2Config, Qwen3Config, Qwen3MoeConfig, DeepseekV3Config,
+GPTNeoXConfig, BloomConfig, GPT2Config, GemmaConfig, SmolLM3Config, Starcoder2Config,
+NemotronConfig) and of the published checkpoints' config.json files. The activation only matters
+through the MLP's shape: a gated MLP (three matrices) is modelled as "swiglu", an ungated one (two
+matrices) as "gelu", whatever the function (Gemma's GeGLU and Nemotron's squared ReLU change no
+parameter count). Old aliases are
 accepted: `n_layer`/`n_head`/`n_embd`/`n_embed`/`n_inner`/`n_positions` (GPT-2, BLOOM; BloomConfig
 still accepts `n_embed` for `hidden_size`).
+
+Qwen3 and Qwen3-MoE normalise each query and key head (q_norm, k_norm: an RMSNorm weight of
+head_dim each per layer). `advisor.Model` has no field for them, so a count from these files is
+the checkpoint's total minus 2 x head_dim x layers (Qwen3-235B-A22B: 24,064 of 235,093,634,560).
+In qwen3_moe, layer i is MoE when it is not in `mlp_only_layers` and (i + 1) % decoder_sparse_step
+== 0 (modeling_qwen3_moe.py); the other layers use the dense intermediate_size MLP. That set is
+read as `dense_layers` / `moe_layer_freq` (first MoE layer, then every moe_layer_freq-th one),
+which covers every decoder_sparse_step; an `mlp_only_layers` list that breaks that pattern is
+refused with an InputError.
 
 A key the family needs that is missing raises `advisor.InputError` naming the key and the
 model_type; so do a path that does not exist and a file that is not a JSON object.
@@ -58,7 +70,8 @@ class _Family:
     qkv_bias: bool
     tied_default: bool          # the transformers config class's tie_word_embeddings default
     ffn_default_4h: bool        # intermediate size may be omitted (4 * hidden)
-    moe: str | None = None      # "mixtral" | "deepseek"
+    moe: str | None = None      # "mixtral" | "deepseek" | "qwen3"
+    head_dim_default: int | None = None   # the config class's head_dim when the file omits it
 
 
 _LLAMA = _Family("swiglu", "rmsnorm", "rope", False, False, False, False)
@@ -67,6 +80,14 @@ _FAMILIES: dict[str, _Family] = {
     "mistral": _LLAMA,
     "mixtral": _Family("swiglu", "rmsnorm", "rope", False, False, False, False, moe="mixtral"),
     "qwen2": _Family("swiglu", "rmsnorm", "rope", False, True, False, False),
+    # Qwen3Config: Qwen2's block without the q/k/v bias (attention_bias, default False, covers q, k,
+    # v and o; there is no mlp_bias), plus QK-norm (not representable, see the module docstring);
+    # head_dim is explicit (class default 128: Qwen3-32B has 64 heads x 128 on hidden 5120).
+    "qwen3": _Family("swiglu", "rmsnorm", "rope", False, False, False, False, head_dim_default=128),
+    # Qwen3MoeConfig: the same attention; Qwen3MoeSparseMoeBlock is a bias-free router
+    # (hidden x num_experts) and num_experts SwiGLU experts of moe_intermediate_size, no shared
+    # expert. The class has no head_dim field: the modelling code falls back to hidden / heads.
+    "qwen3_moe": _Family("swiglu", "rmsnorm", "rope", False, False, False, False, moe="qwen3"),
     "deepseek_v3": _Family("swiglu", "rmsnorm", "rope", False, False, False, False, moe="deepseek"),
     "deepseek_v2": _Family("swiglu", "rmsnorm", "rope", False, False, False, False, moe="deepseek"),
     "gpt_neox": _Family("gelu", "layernorm", "rope", True, False, False, False),
@@ -141,15 +162,18 @@ def model_from_hf_config(path_or_dict: str | os.PathLike[str] | Mapping[str, Any
         source=_source(cfg, where),
     )
     head_dim = r.optional(("head_dim",))
+    if head_dim is None:
+        head_dim = fam.head_dim_default
     if head_dim is not None and fam.moe != "deepseek":
         kwargs["head_dim"] = head_dim
 
     if model_type in _ATTENTION_MLP_BIAS:
-        # LlamaConfig (and SmolLM3Config, NemotronConfig, GemmaConfig): attention_bias covers q, k,
-        # v and o; mlp_bias the MLP (GemmaConfig has no mlp_bias). advisor.Model knows "all linear
-        # layers" or "q/k/v only"; o_proj's bias (hidden per layer) is dropped in the second case.
+        # LlamaConfig (and SmolLM3Config, NemotronConfig, GemmaConfig, Qwen3Config, Qwen3MoeConfig):
+        # attention_bias covers q, k, v and o; mlp_bias the MLP (Gemma and Qwen3 have no mlp_bias).
+        # advisor.Model knows "all linear layers" or "q/k/v only"; o_proj's bias (hidden per layer)
+        # is dropped in the second case.
         attention_bias = r.flag("attention_bias", False)
-        mlp_bias = r.flag("mlp_bias", False) if model_type != "gemma" else False
+        mlp_bias = r.flag("mlp_bias", False) if model_type not in _NO_MLP_BIAS else False
         if attention_bias and mlp_bias:
             kwargs["bias"] = True
         elif attention_bias:
@@ -163,6 +187,8 @@ def model_from_hf_config(path_or_dict: str | os.PathLike[str] | Mapping[str, Any
         kwargs["experts_per_token"] = r.required(("num_experts_per_tok",))
     elif fam.moe == "deepseek":
         _deepseek(r, kwargs)
+    elif fam.moe == "qwen3":
+        _qwen3_moe(r, kwargs, layers)
 
     try:
         return Model(**kwargs)
@@ -177,7 +203,9 @@ def model_from_hf_config(path_or_dict: str | os.PathLike[str] | Mapping[str, Any
 
 
 # Families whose config classes carry LlamaConfig's attention_bias / mlp_bias flags.
-_ATTENTION_MLP_BIAS = ("llama", "mistral", "mixtral", "smollm3", "nemotron", "gemma")
+_ATTENTION_MLP_BIAS = ("llama", "mistral", "mixtral", "smollm3", "nemotron", "gemma", "qwen3", "qwen3_moe")
+# ... of which these have attention_bias only (no mlp_bias key).
+_NO_MLP_BIAS = ("gemma", "qwen3", "qwen3_moe")
 
 # advisor.Model field -> the Hugging Face key it came from, for messages.
 _HF_KEY = {"layers": _LAYERS[0], "hidden": _HIDDEN[0], "heads": _HEADS[0], "kv_heads": "num_key_value_heads",
@@ -210,6 +238,41 @@ def _deepseek(r: "_Reader", kwargs: dict[str, Any]) -> None:
     kwargs["dense_layers"] = r.required(("first_k_dense_replace",), allow_zero=True)
     kwargs["moe_layer_freq"] = r.optional(("moe_layer_freq",)) or 1
     kwargs["mtp_layers"] = r.optional(("num_nextn_predict_layers",), allow_zero=True) or 0
+
+
+# --- Qwen3-MoE -------------------------------------------------------------------------------------
+
+def _qwen3_moe(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
+    """Qwen3MoeConfig keys (Qwen/Qwen3-235B-A22B, Qwen/Qwen3-30B-A3B config.json)."""
+    experts = r.required(("num_experts",), allow_zero=True)
+    step = r.optional(("decoder_sparse_step",)) or 1
+    mlp_only = r.cfg.get("mlp_only_layers")
+    if mlp_only is None:
+        mlp_only = []
+    if not isinstance(mlp_only, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in mlp_only):
+        raise InputError("hf_config.mlp_only_layers", mlp_only,
+                         f"a list of layer indices (model_type '{r.model_type}')", _where(r.where))
+    # Qwen3MoeDecoderLayer: a sparse block when the layer is not in mlp_only_layers, num_experts > 0
+    # and (layer_idx + 1) % decoder_sparse_step == 0; otherwise a dense MLP of intermediate_size.
+    dense_only = set(mlp_only)
+    moe = [i for i in range(layers) if i not in dense_only and (i + 1) % step == 0] if experts else []
+    if not moe:
+        return                                               # no sparse layer: a dense model
+    first = moe[0]
+    freq = moe[1] - moe[0] if len(moe) > 1 else layers - first
+    if moe != list(range(first, layers, freq)):
+        raise InputError("hf_config.mlp_only_layers", mlp_only,
+                         "MoE layers advisor can describe: from the first MoE layer on, every n-th one "
+                         f"(model_type '{r.model_type}', decoder_sparse_step {step})",
+                         "; ".join(filter(None, ["advisor.Model has dense_layers and moe_layer_freq only; "
+                                                 "edit mlp_only_layers in a copy to the nearest such pattern",
+                                                 _where(r.where)])))
+    kwargs["experts"] = experts
+    kwargs["experts_per_token"] = r.required(("num_experts_per_tok",))
+    kwargs["moe_ffn_hidden"] = r.required(("moe_intermediate_size",))
+    kwargs["dense_layers"] = first
+    kwargs["moe_layer_freq"] = freq
 
 
 # --- helpers ---------------------------------------------------------------------------------------

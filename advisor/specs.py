@@ -234,8 +234,9 @@ class Model(_Frozen):
     @classmethod
     def from_hf_config(cls, path_or_dict, *, name: str | None = None) -> "Model":
         """A Model from a Hugging Face config.json (path, folder or dict): Llama, Mistral, Mixtral,
-        Qwen2, DeepSeek-V2/V3, GPT-NeoX, BLOOM, GPT-2, Gemma, SmolLM3, StarCoder2, Nemotron
-        (advisor.hf.SUPPORTED_MODEL_TYPES). A missing key raises InputError naming it."""
+        Qwen2, Qwen3 (dense and MoE), DeepSeek-V2/V3, GPT-NeoX, BLOOM, GPT-2, Gemma, SmolLM3,
+        StarCoder2, Nemotron (advisor.hf.SUPPORTED_MODEL_TYPES). A missing key raises InputError
+        naming it."""
         from .hf import model_from_hf_config
 
         return model_from_hf_config(path_or_dict, name=name)

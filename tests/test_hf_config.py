@@ -10,6 +10,7 @@ import pytest
 
 import advisor
 from advisor import presets
+from advisor.architecture import count_parameters
 from advisor.errors import UnknownPresetError
 from advisor.hf import SUPPORTED_MODEL_TYPES, model_from_hf_config
 
@@ -32,10 +33,18 @@ PUBLISHED = {
     "starcoder2-15b": 15_957_889_024,
     "smollm3-3b": 3_075_098_624,
 }
+# Qwen3 totals (HF safetensors metadata / Keras-Hub presets) also count QK-norm, an RMSNorm weight of
+# head_dim on each query and key head per layer, which advisor.Model does not represent.
+PUBLISHED_WITH_QK_NORM = {
+    "qwen3-235b-a22b": 235_093_634_560,
+    "qwen3-30b-a3b": 30_532_122_624,
+    "qwen3-8b": 8_190_735_360,
+}
 FIXTURES = sorted(p.stem for p in HF.glob("*.json"))
 # Fixtures of models the presets table carries (issue 6: "configs for the model presets round-trip").
 PRESET_FIXTURES = ["llama-2-7b", "llama-3-70b", "llama-3.1-405b", "mixtral-8x7b", "qwen2.5-7b", "deepseek-v3",
-                   "gemma-7b", "starcoder2-15b", "smollm3-3b", "nemotron-4-340b"]
+                   "gemma-7b", "starcoder2-15b", "smollm3-3b", "nemotron-4-340b", "qwen3-235b-a22b",
+                   "qwen3-30b-a3b"]
 
 
 def _preset(name: str) -> advisor.Model | None:
@@ -74,6 +83,104 @@ def test_preset_published_totals_agree_with_fixtures():
         published = presets.published_params(name) if _preset(name) else None
         if published and name in PUBLISHED:
             assert published == PUBLISHED[name], name
+        if published and name in PUBLISHED_WITH_QK_NORM:
+            assert published == PUBLISHED_WITH_QK_NORM[name], name
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED_WITH_QK_NORM))
+def test_qwen3_total_matches_published_but_the_qk_norms(name):
+    m = model_from_hf_config(HF / f"{name}.json")
+    published = PUBLISHED_WITH_QK_NORM[name]
+    assert m.params + 2 * m.head_dim * m.layers == published          # q_norm + k_norm per layer
+    assert abs(m.params - published) <= 0.005 * published             # test_architecture's tolerance
+
+
+@pytest.mark.parametrize("name", ["qwen3-235b-a22b", "qwen3-30b-a3b"])
+def test_qwen3_moe_config_is_the_preset(name):
+    """Every architecture field of the config.json model equals the preset's. Only seq_len differs:
+    config.json has no rope_scaling, so its context is max_position_embeddings (40960), while the
+    preset states the 4,096-token pretraining stages; name and source say where each came from."""
+    preset = advisor.Model.preset(name)
+    m = model_from_hf_config(HF / f"{name}.json")
+    assert m.name == name                                              # the fixture's file name
+    assert (m.seq_len, m.max_position) == (40960, 40960)
+    assert m.model_copy(update={"name": preset.name, "source": preset.source, "seq_len": preset.seq_len}) == preset
+
+
+def test_qwen3_moe_family_defaults():
+    m = model_from_hf_config(HF / "qwen3-235b-a22b.json")
+    assert (m.activation, m.norm, m.position_embedding, m.bias, m.qkv_bias) == ("swiglu", "rmsnorm", "rope", False, False)
+    assert (m.experts, m.experts_per_token, m.moe_ffn_hidden, m.ffn_hidden, m.shared_experts) == (128, 8, 1536, 12288, 0)
+    assert (m.dense_layers, m.moe_layer_freq, m.head_dim, m.kv_heads) == (0, 1, 128, 4)
+    assert not m.tied_embeddings and m.mla is None
+    assert "Qwen/Qwen3-235B-A22B" in m.source
+    cfg = json.loads((HF / "qwen3-235b-a22b.json").read_text())
+    # Qwen3MoeConfig has no head_dim field: the modelling code falls back to hidden / heads.
+    no_head_dim = {k: v for k, v in cfg.items() if k != "head_dim"}
+    assert model_from_hf_config(no_head_dim).head_dim == 4096 // 64
+    # attention_bias puts a bias on q, k, v and o (o's is dropped: advisor knows q/k/v only);
+    # Qwen3 has no mlp_bias key, so one in the file is ignored.
+    assert model_from_hf_config(dict(cfg, attention_bias=True)).qkv_bias
+    assert not model_from_hf_config(dict(cfg, mlp_bias=True)).bias
+    assert model_from_hf_config(dict(cfg, mlp_only_layers=None)).params == m.params
+    # num_experts 0: every layer is the dense intermediate_size MLP.
+    dense = model_from_hf_config(dict(cfg, num_experts=0))
+    assert not dense.is_moe and dense.ffn_hidden == 12288
+
+
+def test_qwen3_moe_sparse_step_and_mlp_only_layers():
+    """modeling_qwen3_moe.py: layer i is MoE when i is not in mlp_only_layers and
+    (i + 1) % decoder_sparse_step == 0; the others use the dense intermediate_size MLP."""
+    cfg = json.loads((HF / "qwen3-30b-a3b.json").read_text())
+    base = model_from_hf_config(cfg)
+    c = count_parameters(base)
+    every_other = model_from_hf_config(dict(cfg, decoder_sparse_step=2))          # layers 1, 3, ..., 47
+    assert (every_other.dense_layers, every_other.moe_layer_freq) == (1, 2)
+    e = count_parameters(every_other)
+    assert (e.moe_layer_count, e.dense_layer_count) == (24, 24)
+    assert e.total == c.total - 24 * (c.moe_mlp - c.dense_mlp)
+    assert e.dense_mlp == 3 * 2048 * 6144
+    leading = model_from_hf_config(dict(cfg, mlp_only_layers=[0, 1, 2]))
+    assert (leading.dense_layers, leading.moe_layer_freq) == (3, 1)
+    assert count_parameters(leading).moe_layer_count == 45
+    last_only = model_from_hf_config(dict(cfg, mlp_only_layers=list(range(47))))
+    assert count_parameters(last_only).moe_layer_count == 1 and last_only.dense_layers == 47
+    with pytest.raises(advisor.InputError, match=r"hf_config\.mlp_only_layers") as e:
+        model_from_hf_config(dict(cfg, mlp_only_layers=[10]))                     # a hole in the middle
+    assert "model_type 'qwen3_moe'" in str(e.value)
+    with pytest.raises(advisor.InputError, match=r"hf_config\.mlp_only_layers"):
+        model_from_hf_config(dict(cfg, mlp_only_layers="0,1"))
+    with pytest.raises(advisor.InputError, match=r"hf_config\.decoder_sparse_step"):
+        model_from_hf_config(dict(cfg, decoder_sparse_step=0))
+
+
+def test_qwen3_dense():
+    """Qwen/Qwen3-8B: Llama-shaped, no QKV bias (unlike qwen2), explicit head_dim, untied."""
+    m = model_from_hf_config(HF / "qwen3-8b.json")
+    assert (m.activation, m.norm, m.bias, m.qkv_bias, m.tied_embeddings) == ("swiglu", "rmsnorm", False, False, False)
+    assert (m.layers, m.hidden, m.heads, m.kv_heads, m.head_dim, m.ffn_hidden) == (36, 4096, 32, 8, 128, 12288)
+    assert not m.is_moe and (m.vocab, m.max_position) == (151936, 40960)
+    cfg = json.loads((HF / "qwen3-8b.json").read_text())
+    # Qwen3Config's head_dim defaults to 128 (Qwen3-32B: 64 heads x 128 on hidden 5120).
+    qwen3_32b = {k: v for k, v in cfg.items() if k != "head_dim"}
+    qwen3_32b.update(hidden_size=5120, num_attention_heads=64, intermediate_size=25600, num_hidden_layers=64)
+    big = model_from_hf_config(qwen3_32b)
+    assert big.head_dim == 128 and big.heads * big.head_dim == 8192 != big.hidden
+    assert big.params + 2 * 128 * 64 == 32_762_123_264                       # Keras-Hub qwen3_32b_en
+    assert model_from_hf_config(dict(cfg, attention_bias=True)).qkv_bias
+
+
+@pytest.mark.parametrize("key", ["num_experts", "num_experts_per_tok", "moe_intermediate_size", "intermediate_size",
+                                 "num_key_value_heads"])
+def test_qwen3_moe_missing_keys(key):
+    cfg = json.loads((HF / "qwen3-235b-a22b.json").read_text())
+    del cfg[key]
+    if key == "num_key_value_heads":                           # MHA when omitted, as for every family
+        assert model_from_hf_config(cfg).kv_heads == 64
+        return
+    with pytest.raises(advisor.InputError, match=rf"hf_config\.{key}") as e:
+        model_from_hf_config(cfg)
+    assert "missing for model_type 'qwen3_moe'" in str(e.value)
 
 
 def test_deepseek_v3():
@@ -297,7 +404,8 @@ def test_unknown_and_missing_model_type():
     with pytest.raises(advisor.InputError, match=r"hf_config\.model_type"):
         model_from_hf_config({"model_type": ["llama"]})
     assert set(SUPPORTED_MODEL_TYPES) >= {"llama", "mistral", "mixtral", "qwen2", "deepseek_v3", "gpt_neox",
-                                          "bloom", "gpt2", "gemma", "starcoder2", "smollm3", "nemotron"}
+                                          "bloom", "gpt2", "gemma", "starcoder2", "smollm3", "nemotron",
+                                          "qwen3", "qwen3_moe"}
 
 
 @pytest.mark.parametrize("bad", ["64", 64.0, True, -1, 0])

@@ -146,3 +146,30 @@ def test_preset_files_carry_no_unknown_keys():
         assert set(entry) - {"aliases"} <= gpu_fields, entry["name"]
     for entry in presets.model_entries():
         assert set(entry) - {"aliases", "published_params"} <= model_fields, entry["name"]
+
+
+def test_qwen3_moe_preset_shapes():
+    """Qwen/Qwen3-235B-A22B and Qwen/Qwen3-30B-A3B config.json: GQA with head_dim 128 (wider than
+    hidden / heads for 235B), 128 routed experts top-8 on every layer, no shared expert, untied."""
+    big, small = advisor.Model.preset("qwen3-235b-a22b"), advisor.Model.preset("qwen3-30b-a3b")
+    for m, shape, moe_ffn in ((big, (94, 4096, 64, 4, 12288, 151936, False), 1536),
+                              (small, (48, 2048, 32, 4, 6144, 151936, False), 768)):
+        assert (m.layers, m.hidden, m.heads, m.kv_heads, m.ffn_hidden, m.vocab, m.tied_embeddings) == shape
+        assert m.head_dim == 128 and (m.activation, m.norm, m.bias, m.qkv_bias) == ("swiglu", "rmsnorm", False, False)
+        assert (m.experts, m.experts_per_token, m.moe_ffn_hidden, m.shared_experts) == (128, 8, moe_ffn, 0)
+        assert (m.dense_layers, m.moe_layer_freq, m.mla, m.mtp_layers) == (0, 1, None, 0)
+        assert (m.seq_len, m.max_position) == (4096, 40960)
+        assert "QK-Norm" in m.source and "Megatron-MoE-ModelZoo" in m.source
+    assert big.heads * big.head_dim == 8192 != big.hidden                      # 4096 / 64 would be 64
+    assert small.heads * small.head_dim == 4096 != small.hidden
+
+
+def test_qwen3_235b_a22b_recommendation_on_256_h100():
+    rec = advisor.recommend(advisor.Cluster(gpu="H100-SXM-80GB", gpus=256), "qwen3-235b-a22b",
+                            advisor.Training(seq_len=4096, global_batch_size=2048))
+    assert rec.status == "recommended" and rec.layout is not None
+    lay = rec.layout
+    assert lay.tp * lay.pp * lay.dp * lay.cp == 256
+    assert lay.ep > 1 and 128 % lay.ep == 0                                     # experts are sharded
+    assert rec.estimates.memory.fits
+    assert rec.model.name == "qwen3-235b-a22b" and rec.training.global_batch_size == 2048
