@@ -33,14 +33,6 @@ from advisor.estimate import Assumptions, estimate  # noqa: E402
 ZOO_QWEN3 = ("github:yanring/Megatron-MoE-ModelZoo@020b8136b3bc6f47e4143849f54e400cf0f71e8a:"
              "best_practice/qwen3/readme.md (256 x H100, BF16, seq 4096, GBS 2048, step time per strategy)")
 
-# Qwen3-235B-A22B as the Model Zoo trains it: github:yanring/Megatron-MoE-ModelZoo@1ed4179f72e4873bc246501a976ed21628e99582
-# model_configs/benchmarking/Qwen3-235B-A22B.yaml (94 layers, hidden 4096, 64 heads of 128, 4 query
-# groups, QK-norm, 128 experts of FFN 1536, top-8, untied, RMSNorm, SwiGLU); vocab 151,936 (HF
-# Qwen/Qwen3-235B-A22B config.json; the yaml pads to a multiple of 1187, which it already is).
-QWEN3_235B = Model(name="qwen3-235b-a22b (Model Zoo yaml)", layers=94, hidden=4096, heads=64, kv_heads=4,
-                   head_dim=128, ffn_hidden=1536, moe_ffn_hidden=1536, experts=128, experts_per_token=8,
-                   vocab=151936, activation="swiglu", norm="rmsnorm", tied_embeddings=False)
-
 RUNS = [
     dict(id="mixtral-8x7b-64g-mcore-0.9", gpus=64, model="mixtral-8x7b",
          layout=dict(tp=1, ep=8, etp=1, pp=4, vpp=8, dp=16), mbs=1, gbs=256,
@@ -50,28 +42,28 @@ RUNS = [
          # count (Megatron's formula for this model differs by the attention convention only).
          tflops=468e12,
          source="github:NVIDIA/Megatron-LM@022bcb5afe888664d3fb61adacea6e6c887a97f8:megatron/core/transformer/moe/README.md"),
-    dict(id="qwen3-235b-ep32-deepep", gpus=256, model=QWEN3_235B,
+    dict(id="qwen3-235b-ep32-deepep", gpus=256, model="qwen3-235b-a22b",
          layout=dict(tp=2, ep=32, etp=1, pp=8, vpp=4, dp=16, recompute="selective"), mbs=1, gbs=2048,
          assume=dict(moe_token_dispatcher="deepep", recompute_modules=("layernorm", "moe_act")),
          step=19.7, source=ZOO_QWEN3 + ", row 'cross-node EP', DeepEP, recompute norm+act"),
-    dict(id="qwen3-235b-ep32-deepep-a2a-overlap", gpus=256, model=QWEN3_235B,
+    dict(id="qwen3-235b-ep32-deepep-a2a-overlap", gpus=256, model="qwen3-235b-a22b",
          layout=dict(tp=2, ep=32, etp=1, pp=8, vpp=4, dp=16, recompute="selective"), mbs=1, gbs=2048,
          assume=dict(moe_token_dispatcher="deepep", recompute_modules=("layernorm", "moe_act")),
          step=17.6, source=ZOO_QWEN3 + ", row 'cross-node EP + 1F1B A2A overlap' (overlap not modelled: "
                                       "Assumptions.ep_overlap stays 0)"),
-    dict(id="qwen3-235b-ep8-fsdp", gpus=256, model=QWEN3_235B,
+    dict(id="qwen3-235b-ep8-fsdp", gpus=256, model="qwen3-235b-a22b",
          layout=dict(tp=2, ep=8, etp=1, pp=1, dp=128, zero_stage=3, recompute="full"), mbs=4, gbs=2048,
          assume=dict(moe_token_dispatcher="deepep"),
          step=17.6, source=ZOO_QWEN3 + ", row 'intra-node EP, FSDP' (Megatron-FSDP), DeepEP, full recompute"),
-    dict(id="qwen3-235b-ep8-pp32-nccl", gpus=256, model=QWEN3_235B,
+    dict(id="qwen3-235b-ep8-pp32-nccl", gpus=256, model="qwen3-235b-a22b",
          layout=dict(tp=2, ep=8, etp=1, pp=32, vpp=3, dp=4, recompute="selective"), mbs=1, gbs=2048,
          assume=dict(recompute_modules=("layernorm", "moe_act")),
          step=24.2, source=ZOO_QWEN3 + ", row 'intra-node EP', NCCL all-to-all, recompute norm+act"),
-    dict(id="qwen3-235b-tp4-ep8-deepep", gpus=256, model=QWEN3_235B,
+    dict(id="qwen3-235b-tp4-ep8-deepep", gpus=256, model="qwen3-235b-a22b",
          layout=dict(tp=4, ep=8, etp=1, pp=8, vpp=4, dp=8, recompute="none"), mbs=1, gbs=2048,
          assume=dict(moe_token_dispatcher="deepep"),
          step=29.0, source=ZOO_QWEN3 + ", row 'intra-node EP', DeepEP, TP4, no recompute"),
-    dict(id="qwen3-235b-ep32-nccl-fp8-bridge", gpus=256, model=QWEN3_235B,
+    dict(id="qwen3-235b-ep32-nccl-fp8-bridge", gpus=256, model="qwen3-235b-a22b",
          layout=dict(tp=2, ep=32, etp=1, pp=8, vpp=4, dp=16), mbs=1, gbs=2048, precision="fp8",
          # 1575 tokens/s/GPU -> 2048 * 4096 / (1575 * 256) = 20.80 s. The preset
          # (scripts/performance/configs/qwen/qwen3_workload_base_configs.py @01b2977e518f0a58ec870daba2fb2c04d76a91b2)
