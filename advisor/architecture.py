@@ -111,6 +111,8 @@ def count_parameters(m) -> ParameterCount:
         embedding += norm
     output = 0 if m.tied_embeddings else m.vocab * h
     layer_norms = 2 * norm
+    if getattr(m, "qk_norm", False):                 # Qwen3: q_norm and k_norm over one head each
+        layer_norms += 2 * m.head_dim * (1 if m.norm == "rmsnorm" else 2)
     body = dense_layers * (attention + dense_mlp + layer_norms) + moe_layers * (attention + moe_mlp + layer_norms)
     total = embedding + output + body + norm
     inactive = moe_layers * (m.experts - m.experts_per_token) * expert

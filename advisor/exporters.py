@@ -119,6 +119,9 @@ MEGATRON_FLAGS: dict[str, MegatronFlag] = dict([
     _f("--swiglu", "store_true", f"{_NET}, {_W(80)}"),
     _f("--untie-embeddings-and-output-weights", "store_true", f"{_NET}, {_W(80)}"),
     _f("--multi-latent-attention", "store_true", f"{_NET}, {_W(80)}"),
+    _f("--qk-layernorm", "store_true", f"_add_vision_args, {_W(176)}",
+       note="declared among the vision arguments (char 183492), read by every Megatron-Core model "
+            "(TransformerConfig.qk_layernorm): a norm over each query and key head"),
     _f("--mtp-num-layers", "int", f"{_NET}, {_W(80)}"),
     # _add_data_args
     _f("--seq-length", "int", f"_add_data_args, {_W(160)}"),
@@ -362,6 +365,8 @@ def megatron_args(layout: Layout, model: Model, training: Training, cluster: Clu
         add("--disable-bias-linear")
         if model.qkv_bias:
             add("--add-qkv-bias")
+    if model.qk_norm:
+        add("--qk-layernorm")
     if model.mla is not None:
         a = model.mla
         add("--multi-latent-attention")

@@ -9,7 +9,7 @@ the embeddings are tied when the file does not say). Supported `model_type`s:
 |--------------------------|----------------------------------------------------------------------|
 | llama, mistral, mixtral  | SwiGLU, RMSNorm, RoPE, no biases, untied                             |
 | qwen2                    | as llama, plus a bias on the q/k/v projections                       |
-| qwen3                    | as llama, head_dim 128 by default, QK-norm (not counted, see below)  |
+| qwen3                    | as llama, head_dim 128 by default, QK-norm                           |
 | qwen3_moe                | as qwen3, plus routed experts (no shared expert)                     |
 | deepseek_v3, deepseek_v2 | as llama, plus MLA attention and DeepSeekMoE (shared experts)        |
 | gpt_neox                 | GeLU, LayerNorm, RoPE, biases, untied                                |
@@ -32,8 +32,7 @@ accepted: `n_layer`/`n_head`/`n_embd`/`n_embed`/`n_inner`/`n_positions` (GPT-2, 
 still accepts `n_embed` for `hidden_size`).
 
 Qwen3 and Qwen3-MoE normalise each query and key head (q_norm, k_norm: an RMSNorm weight of
-head_dim each per layer). `advisor.Model` has no field for them, so a count from these files is
-the checkpoint's total minus 2 x head_dim x layers (Qwen3-235B-A22B: 24,064 of 235,093,634,560).
+head_dim each per layer; `Model.qk_norm`), which the config file does not say: the family does.
 In qwen3_moe, layer i is MoE when it is not in `mlp_only_layers` and (i + 1) % decoder_sparse_step
 == 0 (modeling_qwen3_moe.py); the other layers use the dense intermediate_size MLP. That set is
 read as `dense_layers` / `moe_layer_freq` (first MoE layer, then every moe_layer_freq-th one),
@@ -72,6 +71,7 @@ class _Family:
     ffn_default_4h: bool        # intermediate size may be omitted (4 * hidden)
     moe: str | None = None      # "mixtral" | "deepseek" | "qwen3"
     head_dim_default: int | None = None   # the config class's head_dim when the file omits it
+    qk_norm: bool = False       # q_norm / k_norm over each head (the modelling code, not a config key)
 
 
 _LLAMA = _Family("swiglu", "rmsnorm", "rope", False, False, False, False)
@@ -81,13 +81,13 @@ _FAMILIES: dict[str, _Family] = {
     "mixtral": _Family("swiglu", "rmsnorm", "rope", False, False, False, False, moe="mixtral"),
     "qwen2": _Family("swiglu", "rmsnorm", "rope", False, True, False, False),
     # Qwen3Config: Qwen2's block without the q/k/v bias (attention_bias, default False, covers q, k,
-    # v and o; there is no mlp_bias), plus QK-norm (not representable, see the module docstring);
-    # head_dim is explicit (class default 128: Qwen3-32B has 64 heads x 128 on hidden 5120).
-    "qwen3": _Family("swiglu", "rmsnorm", "rope", False, False, False, False, head_dim_default=128),
+    # v and o; there is no mlp_bias), plus QK-norm (Qwen3Attention's q_norm and k_norm, RMSNorm over
+    # head_dim); head_dim is explicit (class default 128: Qwen3-32B has 64 heads x 128 on hidden 5120).
+    "qwen3": _Family("swiglu", "rmsnorm", "rope", False, False, False, False, head_dim_default=128, qk_norm=True),
     # Qwen3MoeConfig: the same attention; Qwen3MoeSparseMoeBlock is a bias-free router
     # (hidden x num_experts) and num_experts SwiGLU experts of moe_intermediate_size, no shared
     # expert. The class has no head_dim field: the modelling code falls back to hidden / heads.
-    "qwen3_moe": _Family("swiglu", "rmsnorm", "rope", False, False, False, False, moe="qwen3"),
+    "qwen3_moe": _Family("swiglu", "rmsnorm", "rope", False, False, False, False, moe="qwen3", qk_norm=True),
     "deepseek_v3": _Family("swiglu", "rmsnorm", "rope", False, False, False, False, moe="deepseek"),
     "deepseek_v2": _Family("swiglu", "rmsnorm", "rope", False, False, False, False, moe="deepseek"),
     "gpt_neox": _Family("gelu", "layernorm", "rope", True, False, False, False),
@@ -156,7 +156,7 @@ def model_from_hf_config(path_or_dict: str | os.PathLike[str] | Mapping[str, Any
         name=name or str(cfg.get("_name_or_path") or _name_from_path(where) or model_type),
         layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, ffn_hidden=ffn, vocab=vocab,
         activation=fam.activation, norm=fam.norm, position_embedding=fam.position_embedding,
-        bias=fam.bias, qkv_bias=fam.qkv_bias,
+        bias=fam.bias, qkv_bias=fam.qkv_bias, qk_norm=fam.qk_norm,
         tied_embeddings=r.flag("tie_word_embeddings", fam.tied_default),
         max_position=max_position, seq_len=_pretraining_context(cfg, max_position, r),
         source=_source(cfg, where),

@@ -161,6 +161,9 @@ class Model(_Frozen):
     """Linear layers carry biases (GPT-2/3, BLOOM style)."""
     qkv_bias: bool = False
     """Only the QKV projection has a bias (Qwen2 style)."""
+    qk_norm: bool = False
+    """A norm over each query and key head before attention (Qwen3's q_norm and k_norm; Megatron-LM
+    --qk-layernorm): 2 x head_dim weights per layer (x2 for LayerNorm's bias), replicated over TP."""
     embedding_norm: bool = False
     """A norm right after the token embedding (BLOOM's word_embeddings_layernorm)."""
     experts: int = Field(1, ge=1, le=65_536)

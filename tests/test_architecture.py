@@ -30,12 +30,6 @@ EXACT = {
     "gemma-7b": 8_537_680_896,
     "starcoder2-15b": 15_957_889_024,
     "smollm3-3b": 3_075_098_624,
-}
-
-# Totals a source states to the parameter for models with QK-norm (Qwen3), which advisor.Model
-# cannot represent: the stated total is advisor's count plus 2 x head_dim weights per layer
-# (q_norm, k_norm), so these are pinned with that difference instead of in EXACT.
-EXACT_WITH_QK_NORM = {
     "qwen3-235b-a22b": 235_093_634_560,   # HF safetensors metadata / Keras-Hub qwen3_moe_235b_a22b_en
     "qwen3-30b-a3b": 30_532_122_624,      # Keras-Hub qwen3_moe_30b_a3b_en (the checkpoint's tensors)
 }
@@ -49,7 +43,6 @@ def counts(name: str, **changes):
 def test_every_preset_with_a_published_total_is_covered():
     assert len(WITH_PUBLISHED) >= 15
     assert set(EXACT) <= set(WITH_PUBLISHED)
-    assert set(EXACT_WITH_QK_NORM) <= set(WITH_PUBLISHED) and not set(EXACT_WITH_QK_NORM) & set(EXACT)
 
 
 @pytest.mark.parametrize("name", WITH_PUBLISHED)
@@ -65,24 +58,25 @@ def test_count_matches_published_exactly(name):
     assert presets.published_params(name) == EXACT[name]
 
 
-@pytest.mark.parametrize("name", sorted(EXACT_WITH_QK_NORM))
-def test_count_plus_qk_norms_matches_published_exactly(name):
+@pytest.mark.parametrize("name", ["qwen3-235b-a22b", "qwen3-30b-a3b"])
+def test_qk_norm_adds_two_head_dim_weights_per_layer(name):
     m = advisor.Model.preset(name)
-    qk_norms = 2 * m.head_dim * m.layers                  # q_norm + k_norm, head_dim weights each
-    assert counts(name).total + qk_norms == EXACT_WITH_QK_NORM[name]
-    assert presets.published_params(name) == EXACT_WITH_QK_NORM[name]
+    assert m.qk_norm
+    assert counts(name).total - counts(name, qk_norm=False).total == 2 * m.head_dim * m.layers   # q_norm + k_norm
+    assert counts(name, norm="layernorm").total - counts(name, norm="layernorm", qk_norm=False).total \
+        == 4 * m.head_dim * m.layers                                                          # + their biases
 
 
 def test_qwen3_moe_totals_and_active():
     big, small = counts("qwen3-235b-a22b"), counts("qwen3-30b-a3b")
-    assert big.total == 235_093_610_496 and small.total == 30_532_110_336
+    assert big.total == 235_093_634_560 and small.total == 30_532_122_624
     assert big.moe_layer_count == 94 and big.dense_layer_count == 0        # every layer is MoE
     assert small.moe_layer_count == 48 and small.dense_layer_count == 0
     # Model cards: "235B in total and 22B activated", "Non-Embedding: 234B"; "30.5B in total and
     # 3.3B activated", "Non-Embedding: 29.9B" (3.3B is the 3.35B below, cut to one decimal).
     assert round(big.total / 1e9) == 235 and round(small.total / 1e8) == 305
-    assert big.active == 22_190_739_456 and round(big.active / 1e9) == 22
-    assert small.active == 3_353_020_416 and small.active == pytest.approx(3.3e9, rel=0.02)
+    assert big.active == 22_190_763_520 and round(big.active / 1e9) == 22
+    assert small.active == 3_353_032_704 and small.active == pytest.approx(3.3e9, rel=0.02)
     assert round((big.total - big.embedding - big.output) / 1e9) == 234
     assert round((small.total - small.embedding - small.output) / 1e8) == 299
     # Attention 64 x 128 = 8192 wide on hidden 4096, 4 KV heads; router 4096 x 128, no bias.

@@ -246,6 +246,17 @@ def test_megatron_uneven_pipeline_gets_first_and_last_stage_flags():
         ex.megatron_args(layout.model_copy(update={"pp": 20}), model, training, Cluster(gpu="H100", gpus=1280))
 
 
+def test_megatron_qwen3_gets_qk_layernorm_and_its_head_size():
+    """Qwen3 normalises each query and key head and its heads are not hidden / heads wide: without
+    --qk-layernorm and --kv-channels Megatron would build another model."""
+    model = Model.preset("qwen3-30b-a3b")
+    layout = Layout(tp=1, pp=2, dp=8, ep=8, etp=1, zero_stage=1, micro_batch_size=1, num_microbatches=32)
+    ns = parse(ex.megatron_args(layout, model, Training(seq_len=4096, global_batch_size=256),
+                                Cluster(gpu="H100", gpus=16)))
+    assert ns.qk_layernorm is True and ns.kv_channels == 128 != ns.hidden_size // ns.num_attention_heads
+    assert "--qk-layernorm" not in ex.megatron_args(TP8_PP2, LLAMA70, T70, H100_64)
+
+
 def test_megatron_refuses_what_it_cannot_express():
     with pytest.raises(advisor.InputError, match=r"Layout\.vpp[\s\S]*% \(pp\(2\) \* vpp\(3\) = 6\) = 2"):
         ex.megatron_args(TP8_PP2.model_copy(update={"vpp": 3}), LLAMA70, T70, H100_64)
