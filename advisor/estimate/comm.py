@@ -270,9 +270,8 @@ def _deepep(c: Ctx, A, payload: float):
     n = c.ep
     k = local_members(n, c.etp, c.domain)
     nodes = -(-n // k)
-    nbytes, sec, net = alltoall(c, A, payload, n, c.etp)
     if nodes <= 1:
-        return nbytes, sec, net
+        return alltoall(c, A, payload, n, c.etp)
     intra = payload * (k - 1) / n
     inter = payload * (n - k) / n * node_dedup(c.experts, c.topk, nodes)
     sec = max(intra / (c.nvlink_bw * A.nvlink_efficiency), inter / (c.net_bw * A.network_efficiency))
