@@ -168,14 +168,13 @@ def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path,
             effect="; ".join(effects), overridden_by=overridden,
             references=[RuleReference(**r.model_dump()) for r in rule.spec.references])
 
-    from .auditor import _zero_only_fits, layout_findings
+    from .auditor import _zero_only_fits, layout_errors, layout_findings
 
     def legality_errors(layout, est):
         # Candidate screening runs the same compiled audit rules on the pure-Python evaluator: the
         # differential test keeps it identical to durable_rules, and it is ~20x cheaper per call. The
         # chosen layout's audit below runs on the configured engine.
-        found, _ = layout_findings(book, cluster, model, training, layout, est.memory, "python", trusted=True)
-        return [(f.rule_id, f.message) for f in found if f.severity == "error"]
+        return layout_errors(book, cluster, model, training, layout, est.memory, facts)
 
     result = plan(cluster, model, training, decisions, legality_errors, keep_ranking=keep_ranking,
                   assumptions=assumptions)

@@ -23,7 +23,7 @@ from .rulebook import RuleBook, render_message
 from .specs import Cluster, Model, Training
 from .trace import RuleReference
 
-__all__ = ["Audit", "Finding", "audit", "as_layout", "layout_findings", "resolve_layout"]
+__all__ = ["Audit", "Finding", "audit", "as_layout", "layout_errors", "layout_findings", "resolve_layout"]
 
 Severity = Literal["error", "warning", "info"]
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
@@ -149,6 +149,24 @@ def layout_findings(book: RuleBook, cluster: Cluster, model: Model, training: Tr
                 ))
     findings.sort(key=lambda f: _SEVERITY_ORDER[f.severity])     # stable: firing order within a severity
     return findings, engine
+
+
+def layout_errors(book: RuleBook, cluster: Cluster, model: Model, training: Training, layout: Layout, memory,
+                  situation: dict | None = None) -> list[tuple[str, str]]:
+    """(rule id, message) of layout_findings' errors, on the pure-Python evaluator, in the same order:
+    the planner's screening of candidates, which needs no Finding (nor warnings). `situation`: the
+    situation facts (build_facts), built once per recommendation."""
+    from .api import evaluate_rules
+
+    facts = build_layout_facts(cluster, model, training, layout, memory, situation=situation)
+    fired, _ = evaluate_rules(book, facts, "python", scope="layout", trusted=True)
+    errors = []
+    for rule_id in fired:
+        rule = book.rules[rule_id]
+        for action in rule.spec.then:
+            if isinstance(action, FindingAction) and action.severity == "error":
+                errors.append((rule_id, render_message(rule.spec.message, facts)))
+    return errors
 
 
 def audit(cluster: Any, model: Any, layout: Any, training: Any = None, *, rules: tuple[str | Path, ...] = (),

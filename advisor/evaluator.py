@@ -385,6 +385,65 @@ def evaluate(node: Mapping[str, Any], fact: Mapping[str, Any]) -> bool:
     return _leaf(node["op"], have, node["value"])
 
 
+def compile_condition(node: Mapping[str, Any]):
+    """`evaluate(node, fact)` as a function of `fact`, built once per rule: the same short-circuit
+    order, results and errors, without walking the tree and re-dispatching on the operator for every
+    leaf (the planner screens several candidate layouts per recommendation)."""
+    if "all" in node:
+        kids = tuple(compile_condition(c) for c in node["all"])
+
+        def all_of(fact):
+            for kid in kids:
+                if not kid(fact):
+                    return False
+            return True
+        return all_of
+    if "any" in node:
+        kids = tuple(compile_condition(c) for c in node["any"])
+
+        def any_of(fact):
+            for kid in kids:
+                if kid(fact):
+                    return True
+            return False
+        return any_of
+    field, op, want = node["field"], node["op"], node["value"]
+    group, _, name = field.partition(".")
+    kinds = _KINDS
+
+    def have_of(fact):
+        grp = fact.get(group) if type(fact) is dict else None
+        have = grp.get(name, _MISSING) if type(grp) is dict else _lookup(fact, field)
+        if have is _MISSING:
+            raise EngineError(f"fact lacks field {field!r}")
+        return have
+
+    if op in ("==", "!="):
+        want_kind = _kind(want)
+        negate = op == "!="
+
+        def equal(fact):
+            have = have_of(fact)
+            same = (kinds.get(type(have)) or _kind(have)) == want_kind and have == want
+            return not same if negate else same
+        return equal
+    if op == "in":
+        wants = tuple((_kind(w), w) for w in want)
+
+        def member(fact):
+            have = have_of(fact)
+            kind = kinds.get(type(have)) or _kind(have)
+            for w_kind, w in wants:
+                if kind == w_kind and have == w:
+                    return True
+            return False
+        return member
+
+    def order(fact):        # _leaf's ordering operators, with its type check
+        return _leaf(op, have_of(fact), want)
+    return order
+
+
 def explain(node: Mapping[str, Any], fact: Mapping[str, Any]) -> list[LeafResult]:
     """Evaluate every leaf (no short-circuit) and report field, op, want, have, ok, path.
 
@@ -428,12 +487,14 @@ class PythonEngine:
         self.rulesets: dict[str, tuple[CompiledRule, ...]] = {}
         self._ordered: dict[str, tuple[CompiledRule, ...]] = {}
         self._kinds: dict[str, dict[str, str]] = {}
+        self._tests: dict[str, tuple[tuple[str, Any], ...]] = {}   # (rule id, compiled condition), in firing order
         for rs_name, rules in rulesets.items():
             checked, kinds = check_ruleset(rs_name, rules)
             self.rulesets[rs_name] = checked
             # sorted() is stable: equal pri keeps definition order.
             self._ordered[rs_name] = tuple(sorted(checked, key=lambda r: r.pri))
             self._kinds[rs_name] = kinds
+            self._tests[rs_name] = tuple((r.id, compile_condition(r.condition)) for r in self._ordered[rs_name])
 
     def evaluate(self, ruleset: str, fact: Mapping[str, Any], *, normalized: bool = False,
                  trusted: bool = False) -> list[str]:
@@ -443,11 +504,11 @@ class PythonEngine:
         `trusted=True` skips normalising and checking the fact: for facts built by advisor.facts (plain
         ints, bools, strings and rounded floats), where normalising changes no comparison's outcome.
         """
-        rules = self._ordered.get(ruleset)
-        if rules is None:
+        tests = self._tests.get(ruleset)
+        if tests is None:
             raise EngineError(f"unknown ruleset {ruleset!r}; known: {sorted(self._ordered)}")
         if not trusted:
             if not normalized:
                 fact = normalize_fact(fact)
             check_fact(fact, self._kinds[ruleset], ruleset)
-        return [r.id for r in rules if evaluate(r.condition, fact)]
+        return [rule_id for rule_id, test in tests if test(fact)]

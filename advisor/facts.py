@@ -235,14 +235,15 @@ def build_facts(cluster: Cluster, model: Model, training: Training) -> dict[str,
 
 
 def build_layout_facts(cluster: Cluster, model: Model, training: Training, layout, memory=None,
-                       zero_only_fits: bool = False) -> dict[str, dict[str, Any]]:
+                       zero_only_fits: bool = False, situation: dict | None = None) -> dict[str, dict[str, Any]]:
     """Situation facts plus the `layout.*` and `check.*` groups for one layout under audit.
 
     `layout.dp` must be set. Every quotient guards its divisor, so an illegal layout still yields
     facts (and every finding at once) instead of an exception. `memory` is the cost model's
-    MemoryEstimate, or None when it could not be computed.
+    MemoryEstimate, or None when it could not be computed. `situation`: build_facts(cluster, model,
+    training) when the caller already has it (its groups are shared, not copied: read-only).
     """
-    facts = build_facts(cluster, model, training)
+    facts = build_facts(cluster, model, training) if situation is None else dict(situation)
     L = layout
     tp, pp, cp, dp, ep, vpp = L.tp, L.pp, L.cp, L.dp, L.ep, L.vpp
     etp = L.etp or tp
