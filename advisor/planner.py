@@ -427,7 +427,10 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
         tried.add((b, mbs, 1))
         if explore(shape, mbs, variants[b]):
             fitting = found[n:]
-            floors[b] = {v: min(c.floor[v] for c in fitting) for v in variants[b]}
+            if len(fitting) == 1:                   # the usual case: one (ZeRO, offload) option fits
+                floors[b] = dict(fitting[0].floor)
+            else:
+                floors[b] = {v: min(c.floor[v] for c in fitting) for v in variants[b]}
             for c in fitting:
                 key = (c.layout.zero_stage, c.layout.offload)
                 levels[b][key] = min(levels[b].get(key, 9), recomputes.index(c.layout.recompute))
