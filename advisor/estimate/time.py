@@ -38,6 +38,7 @@ __all__ = ["per_token_forward_flops", "model_flops_per_step", "executed_flops_pe
            "variant_floors"]
 
 _SOFTMAX_FWD_SHARE = 9.0 / 22.0  # forward part of softmax_bytes_per_score (see Assumptions)
+_NO_COMM = (0.0, 0.0, 0.0, False)   # what the comm.*_per_microbatch terms return for a degree of 1
 
 
 def per_token_forward_flops(c: Ctx, n_dense: float, n_moe: float, logits: bool, vocab: float):
@@ -343,11 +344,12 @@ def stage_times(c: Ctx, A, k: int, dense_params: float, expert_params: float, pl
     compute_plan, tp_plan_, cp_plan_, ep_plan_ = plans or _plans(c, A)
     comp, flops, attn_t = _stage_compute(c, A, n_dense, n_moe, last, compute_plan)
     # async TP backward collectives hide behind the weight-gradient GEMMs: backward is 2x forward and
-    # half of it is wgrad, so ~1/3 of the layer's forward+backward GEMM time
-    tp = tp_per_microbatch(c, A, n_dense, n_moe, first, last, comp / 3.0, tp_plan_)
-    cp = cp_per_microbatch(c, A, n_layers, attn_t, cp_plan_)
-    ep = _ep_per_microbatch(c, A, n_moe, ep_plan_)
-    pp = pp_per_microbatch(c, A, comp)
+    # half of it is wgrad, so ~1/3 of the layer's forward+backward GEMM time. A dimension of degree 1
+    # (or a stage without MoE layers) moves nothing: its terms are _NO_COMM without the call.
+    tp = tp_per_microbatch(c, A, n_dense, n_moe, first, last, comp / 3.0, tp_plan_) if c.tp > 1 else _NO_COMM
+    cp = cp_per_microbatch(c, A, n_layers, attn_t, cp_plan_) if c.cp > 1 else _NO_COMM
+    ep = _ep_per_microbatch(c, A, n_moe, ep_plan_) if c.ep > 1 and n_moe else _NO_COMM
+    pp = pp_per_microbatch(c, A, comp) if c.pp > 1 else _NO_COMM
     # the stage's DP traffic depends on its parameters and the groups, not on the micro-batch, vpp or recompute
     key = ("dp", id(A), c.framework, c.zero, c.tp, c.cp, c.pp, c.ep, c.etp, c.dense_shard, c.edp, dense_params,
            expert_params)
@@ -456,9 +458,10 @@ def variant_floors(c: Ctx, A, T: dict, variants) -> dict:
                 comp, ep = st["comp"], st["ep"]
             else:
                 comp = _stage_compute(ctx, A, n_dense, n_moe, last, compute_plan)[0]
-                ep = _ep_per_microbatch(ctx, A, n_moe, ep_plan_)
+                ep = _ep_per_microbatch(ctx, A, n_moe, ep_plan_) if ctx.ep > 1 and n_moe else _NO_COMM
             x = comp
-            x += tp_unhidden(ctx, A, n_dense, n_moe, first, last, tp_plan_)
+            if ctx.tp > 1:      # tp_unhidden is 0.0 for tp 1
+                x += tp_unhidden(ctx, A, n_dense, n_moe, first, last, tp_plan_)
             x += ep[2]
             if ctx.deepspeed:   # Ulysses all-to-all: exposed whatever the window
                 x += cp_per_microbatch(ctx, A, n_dense + n_moe, 0.0, cp_plan_)[2]
