@@ -14,6 +14,7 @@ Nothing in this module imports durable; everything here is pure and thread-safe.
 from __future__ import annotations
 
 import math
+import operator
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Protocol
@@ -66,6 +67,8 @@ RESERVED_GROUPS = frozenset({"kind", "id", "sid"})
 
 _INT_LIMIT = 2**63  # durable compares ints as int64; >= 2**64 silently compares false (§4.3)
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Field names _NAME has accepted: fact documents reuse the same few hundred (bounded all the same).
+_IDENTIFIERS: set = set()
 
 
 @dataclass(frozen=True)
@@ -176,8 +179,16 @@ def normalize_fact(fact: Mapping[str, Any]) -> dict:
         grp: dict = {}
         count += 1
         for name, value in fields.items():
-            if not isinstance(name, str) or not _NAME.match(name):
-                raise EngineError(f"fact.{group}: field name {name!r} is not an identifier")
+            if name not in _IDENTIFIERS:
+                if not isinstance(name, str) or not _NAME.match(name):
+                    raise EngineError(f"fact.{group}: field name {name!r} is not an identifier")
+                if len(_IDENTIFIERS) < 4096:
+                    _IDENTIFIERS.add(name)
+            t = type(value)
+            if (t is int and -_INT_LIMIT < value < _INT_LIMIT) or t is bool or value is None:
+                grp[name] = value       # what normalize_value returns for these, without building `where`
+                count += 1
+                continue
             where = f"{group}.{name}"
             if isinstance(value, (list, tuple)):
                 grp[name] = [normalize_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
@@ -331,10 +342,10 @@ def check_fact(fact: Mapping[str, Any], field_kinds: Mapping[str, str], ruleset:
     for field, want in field_kinds.items():
         group, name = field.split(".")
         grp = fact.get(group)
-        if not isinstance(grp, Mapping) or name not in grp:
+        if (type(grp) is not dict and not isinstance(grp, Mapping)) or name not in grp:
             raise EngineError(f"fact lacks field {field!r} used by ruleset {ruleset!r}")
         have = grp[name]
-        if _kind(have) != want:
+        if (_KINDS.get(type(have)) or _kind(have)) != want:
             raise EngineError(f"fact field {field!r} is {_kind(have)} ({have!r}); ruleset {ruleset!r} compares it as {want}")
 
 
@@ -411,19 +422,23 @@ def compile_condition(node: Mapping[str, Any]):
     group, _, name = field.partition(".")
     kinds = _KINDS
 
-    def have_of(fact):
-        grp = fact.get(group) if type(fact) is dict else None
-        have = grp.get(name, _MISSING) if type(grp) is dict else _lookup(fact, field)
+    def have_of(fact):      # _lookup, raising as evaluate does when the field is missing
+        have = _lookup(fact, field)
         if have is _MISSING:
             raise EngineError(f"fact lacks field {field!r}")
         return have
 
+    # Each test below reads the field inline for a dict of dicts (the facts advisor builds) and
+    # falls back to have_of for any other mapping.
     if op in ("==", "!="):
         want_kind = _kind(want)
         negate = op == "!="
 
         def equal(fact):
-            have = have_of(fact)
+            grp = fact.get(group) if type(fact) is dict else None
+            have = grp.get(name, _MISSING) if type(grp) is dict else _MISSING
+            if have is _MISSING:
+                have = have_of(fact)
             same = (kinds.get(type(have)) or _kind(have)) == want_kind and have == want
             return not same if negate else same
         return equal
@@ -431,7 +446,10 @@ def compile_condition(node: Mapping[str, Any]):
         wants = tuple((_kind(w), w) for w in want)
 
         def member(fact):
-            have = have_of(fact)
+            grp = fact.get(group) if type(fact) is dict else None
+            have = grp.get(name, _MISSING) if type(grp) is dict else _MISSING
+            if have is _MISSING:
+                have = have_of(fact)
             kind = kinds.get(type(have)) or _kind(have)
             for w_kind, w in wants:
                 if kind == w_kind and have == w:
@@ -439,9 +457,21 @@ def compile_condition(node: Mapping[str, Any]):
             return False
         return member
 
+    compare = _ORDER[op]
+    want_is_number = _kind(want) == "number"
+
     def order(fact):        # _leaf's ordering operators, with its type check
-        return _leaf(op, have_of(fact), want)
+        grp = fact.get(group) if type(fact) is dict else None
+        have = grp.get(name, _MISSING) if type(grp) is dict else _MISSING
+        if have is _MISSING:
+            have = have_of(fact)
+        if not want_is_number or (kinds.get(type(have)) or _kind(have)) != "number":
+            raise EngineError(f"cannot order {have!r} {op} {want!r}: both must be numbers")
+        return compare(have, want)
     return order
+
+
+_ORDER = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
 
 def explain(node: Mapping[str, Any], fact: Mapping[str, Any]) -> list[LeafResult]:
