@@ -281,11 +281,12 @@ def _ordered(found: list[_Candidate], ties: _Ties) -> list[_Candidate]:
         scored = [c for c in found if c.tight is group]
         if not scored:
             continue
-        limit = min(c.step_time for c in scored) * (1 + NEAR_TIE)
-        ordered += sorted((c for c in scored if c.step_time <= limit),
-                          key=lambda c: (_tie_break(c, ties), c.step_time))
-        ordered += sorted((c for c in scored if c.step_time > limit),
-                          key=lambda c: (c.step_time, _tie_break(c, ties)))
+        limit = min([c.step_time for c in scored]) * (1 + NEAR_TIE)
+        # (c.tie_key: _tie_break's cached key, a non-empty tuple, saving the call once it is known)
+        ordered += sorted([c for c in scored if c.step_time <= limit],
+                          key=lambda c: (c.tie_key or _tie_break(c, ties), c.step_time))
+        ordered += sorted([c for c in scored if c.step_time > limit],
+                          key=lambda c: (c.step_time, c.tie_key or _tie_break(c, ties)))
     return ordered
 
 
@@ -407,10 +408,9 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
         return (shape.tp, shape.pp, shape.cp, shape.ep, shape.dp)
 
     # Coarse pass: every shape at plain 1F1B and its smallest legal micro-batch.
-    shapes = _shapes(cluster, model, training, decisions, strategy, framework)
+    shapes = [(shape, base(shape)) for shape in _shapes(cluster, model, training, decisions, strategy, framework)]
     variants: dict[tuple, list[tuple[int, int]]] = {}    # base -> its (micro-batch, vpp) options, M10/M11
-    for shape in shapes:
-        b = base(shape)
+    for shape, b in shapes:
         for mbs in mbs_options:
             m = gbs // (mbs * shape.dp)
             if gbs % (mbs * shape.dp) == 0 and (shape.vpp == 1 or (m >= shape.pp and m % shape.pp == 0)):
@@ -418,8 +418,7 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
     floors: dict[tuple, dict] = {}      # base -> {(micro-batch, vpp): floor}, for shapes that fit
     levels: dict[tuple, dict] = defaultdict(dict)   # base -> {(zero, offload): first fitting recompute index}
     tried: set[tuple] = set()           # (base, micro-batch, vpp) explored
-    for shape in shapes:
-        b = base(shape)
+    for shape, b in shapes:
         if shape.vpp > 1 or b not in variants:
             continue
         mbs = variants[b][0][0]                                  # the smallest legal micro-batch
@@ -436,7 +435,7 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
                 levels[b][key] = min(levels[b].get(key, 9), recomputes.index(c.layout.recompute))
     if not found:
         return None, closest
-    by_vpp = {(base(s), s.vpp): s for s in shapes}
+    by_vpp = {(b, s.vpp): s for s, b in shapes}
     failed: dict[tuple, int] = {}       # (base, vpp) -> smallest micro-batch that did not fit
 
     def try_variant(b: tuple, mbs: int, vpp: int) -> None:

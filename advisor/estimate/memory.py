@@ -37,7 +37,7 @@ Sources, by term:
 
 from __future__ import annotations
 
-from .context import Ctx, memoised, remember
+from .context import Ctx, remember
 
 __all__ = [
     "detail_dict",
@@ -307,7 +307,10 @@ def _states(c: Ctx, A) -> tuple:
     read (kv_div, vpad, the stages and the candidates follow from tp, pp and the framework)."""
     key = ("states", id(A), c.tp, c.pp, c.ep, c.etp, c.zero, c.framework, c.offload, c.offload_device,
            c.dense_shard, c.edp)
-    return memoised(c, A, key, _all_stage_states, c, A)
+    hit = c.memo.get(key)       # memoised(), inline: once per layout sized
+    if hit is not None and hit[0] is A:
+        return hit[1]
+    return remember(c, A, key, _all_stage_states(c, A))
 
 
 def _all_stage_states(c: Ctx, A) -> tuple:
@@ -397,8 +400,16 @@ def stage_memory(c: Ctx, A, k: int, states: tuple | None = None, acts: tuple | N
         per_dense = act_work_dense = 0.0
     if not n_moe:
         per_moe = act_work_moe = 0.0
-    inflight = chunks_in_flight(c, k)
-    v = c.vpp
+    # chunks_in_flight(c, k), inline: this runs for every candidate stage of every layout sized
+    v, m = c.vpp, c.m
+    if v == 1:
+        inflight = c.pp - k
+        if m < inflight:
+            inflight = m
+    else:
+        inflight = 2 * (c.pp - k - 1) + (v - 1) * c.pp + 1
+        if m * v < inflight:
+            inflight = m * v
     act_layers = (n_dense * per_dense + n_moe * per_moe) / v * inflight
     act_emb = 0.0
     if first:  # token/position ids (8sb) + embedding dropout mask (sbh), per in-flight micro-batch
@@ -406,7 +417,7 @@ def stage_memory(c: Ctx, A, k: int, states: tuple | None = None, acts: tuple | N
     if not last:
         act_out = 0.0  # the logits term (see _act_invariants) is the last stage's
     # the working layer of full recompute (0 otherwise): the larger of a dense and an MoE layer here
-    act_work = max(act_work_dense, act_work_moe)
+    act_work = act_work_moe if act_work_moe > act_work_dense else act_work_dense   # max(), without the call
     activations = act_layers + act_emb + act_out + act_work
 
     buffers = zero3_live + fsdp + bucket + pp_buf + tpo
