@@ -327,7 +327,8 @@ def _overlapped_tail(comm: float, window: float, v: int, p: int) -> float:
     if comm <= 0.0:
         return 0.0
     if v <= 1:
-        return max(0.0, comm - window)
+        exposed = comm - window
+        return exposed if exposed > 0.0 else 0.0     # max(0.0, comm - window), without the call
     # chunk j's share may start (j*p + 1) chunk-times before the end; queued in the order j = v-1..0 it
     # ends at max over j of (j+1)*share - (j*p + 1)*t_chunk, linear in j, so at j = 0 or j = v-1
     t_chunk = window / v
