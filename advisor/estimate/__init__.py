@@ -60,10 +60,11 @@ class Sized:
 
     total, capacity: bytes per GPU of the most-loaded rank; fits, host_fits: as MemoryEstimate."""
 
-    __slots__ = ("ctx", "best", "details", "assumptions", "total", "capacity", "fits", "host_fits")
+    __slots__ = ("ctx", "best", "details", "assumptions", "total", "capacity", "fits", "host_fits", "terms")
 
     def __init__(self, c: Ctx, best: tuple, details: dict, A: Assumptions):
         self.ctx, self.best, self.details, self.assumptions = c, best, details, A
+        self.terms = None      # time_terms, once timed: estimate_of reuses the search's
         k, w, g, o, act, buf, reserve, total, host, nvme, det, nccl, frag = best
         # the same integer sum MemoryEstimate.total reports
         self.total = int(w) + int(g) + int(o) + int(act) + int(buf) + int(reserve)
@@ -95,7 +96,10 @@ def resize(s: Sized, layout) -> Sized:
 
 
 def _time_terms(s: Sized) -> dict:
-    return time_terms(s.ctx, s.assumptions, {k: stage_params(d) for k, d in s.details.items()})
+    T = s.terms
+    if T is None:       # (racing threads may both compute it; the values are equal)
+        T = s.terms = time_terms(s.ctx, s.assumptions, {k: stage_params(d) for k, d in s.details.items()})
+    return T
 
 
 def step_time_of(s: Sized) -> float:
