@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import NamedTuple
 
 from ._unchecked import build_unchecked
@@ -304,6 +305,8 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
     best, roomy_seen = [float("inf")], [False]
     level_hint: list[int | None] = [None]    # the recompute level the last explored layout needed
     last_fitted = [False]                    # whether the last explored (shape, ZeRO, offload) fitted at all
+    # the ZeRO stages to try, by pp > 1 (all _stages reads of pp), worked out once per search
+    zero_stages = {pipelined: _stages(decisions, framework, 2 if pipelined else 1) for pipelined in (False, True)}
 
     def explore(shape: _Shape, mbs: int, variants_of_shape: list | None, levels: dict | None = None) -> bool:
         """Add the fitting (ZeRO, recompute, offload) options of one shape and micro-batch; False if none
@@ -325,7 +328,7 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
                 "offload_device": "cpu"})
 
         shape_fits = False
-        for zero in _stages(decisions, framework, shape.pp):
+        for zero in zero_stages[shape.pp > 1]:
             for offload in offloads:
                 # DeepSpeed offload_config.py: parameter offload needs ZeRO-3; optimizer offload a stage >= 1.
                 if (offload == "optimizer+params" and zero != 3) or (offload == "optimizer" and zero < 1):
@@ -460,8 +463,8 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
     # memory headroom) does not come after the current pick's. tests/test_planner_refine.py checks
     # that this makes the choice trying every variant makes.
     ties = _Ties(_tie_order(decisions), model.layers, min(cluster.nvlink_domain, cluster.gpus))
-    pending = sorted(((floor, b, mbs, vpp) for b in floors for (mbs, vpp), floor in floors[b].items()
-                      if (b, mbs, vpp) not in tried), key=lambda x: x[0])
+    pending = sorted([(floor, b, mbs, vpp) for b in floors for (mbs, vpp), floor in floors[b].items()
+                      if (b, mbs, vpp) not in tried], key=itemgetter(0))     # stable: ties keep this order
     while True:
         before = len(tried)
         for floor, b, mbs, vpp in pending:
