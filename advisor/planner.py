@@ -206,8 +206,8 @@ def _tie_break(cand: _Candidate, ties: _Ties) -> tuple:
     rules' preference `ties.order`:
 
     "ep_over_tp" (MoE; Megatron-LM MoE README best practices: minimise model parallelism, prefer EP
-    over TP for the experts (Mixtral EP8 x TP1 beats EP4 x TP2), keep EP x TP inside the NVLink
-    domain): less TP first, then some EP over none, then EP x TP inside the NVLink domain, then a
+    over TP for the experts (Mixtral EP8 x TP1 beats EP4 x TP2), keep the expert group inside the NVLink
+    domain): less TP first, then some EP over none, then EP x expert TP inside the NVLink domain, then a
     layout that leaves COMFORTABLE_MEMORY of the GPU free, then simplicity.
     "tp_before_pp" (seed row 2 "TP first, then PP"; Narayanan takeaway #1: TP up to the server, then
     PP): more TP inside the NVLink domain (fastest links, no bubble), then memory headroom (robust to
@@ -230,7 +230,8 @@ def _tie_key(tp, pp, cp, ep, vpp, offload, zero, recompute, mbs, crowded, ties: 
     simplicity = ((tp > 1) + (pp > 1) + (cp > 1) + (ep > 1), tp * pp * cp, ties.layers % pp != 0, vpp,
                   _OFFLOAD.index(offload), zero, _RECOMPUTE.index(recompute), pp, -mbs)
     if ties.order == "ep_over_tp":
-        return (tp, ep == 1, ep * tp > ties.domain, crowded, cp, *simplicity)
+        # the all-to-all group is ep x etp consecutive ranks; the planner's MoE shapes use etp 1 (_shapes)
+        return (tp, ep == 1, ep > ties.domain, crowded, cp, *simplicity)
     if ties.order == "tp_before_pp":
         return (-tp, crowded, cp, *simplicity)
     return (cp, *simplicity)
@@ -244,7 +245,7 @@ def _tie_order(decisions: Decisions) -> str:
     return "simplicity"
 
 
-_TIE_WORDS = {"ep_over_tp": "less TP, EP x TP inside the NVLink domain, memory headroom, less CP, then simplicity",
+_TIE_WORDS = {"ep_over_tp": "less TP, EP x expert TP inside the NVLink domain, memory headroom, less CP, then simplicity",
               "tp_before_pp": "more TP, memory headroom, less CP, then simplicity",
               "simplicity": "less CP, then simplicity"}
 
