@@ -183,6 +183,9 @@ MEGATRON_FLAGS: dict[str, MegatronFlag] = dict([
     _f("--moe-shared-expert-intermediate-size", "int", f"{_MOE}, {_W(176)}",
        note="num_shared_experts x size of one shared expert"),
     _f("--moe-router-topk", "int", f"{_MOE}, {_W(176)}"),
+    _f("--moe-router-num-groups", "int", f"{_MOE}, {_W(176)}",
+       note="group-limited routing; node-limited when the groups are the EP group's nodes (DeepSeek-V3)"),
+    _f("--moe-router-group-topk", "int", f"{_MOE}, {_W(176)}"),
     # _add_mla_args
     _f("--q-lora-rank", "int", f"{_MLA}, {_W(192)}"),
     _f("--kv-lora-rank", "int", f"{_MLA}, {_W(192)}"),
@@ -379,6 +382,10 @@ def megatron_args(layout: Layout, model: Model, training: Training, cluster: Clu
     if model.is_moe:
         add("--num-experts", model.experts)
         add("--moe-router-topk", model.experts_per_token)
+        if model.router_groups > 1:
+            add("--moe-router-num-groups", model.router_groups)
+            if model.router_group_topk is not None:
+                add("--moe-router-group-topk", model.router_group_topk)
         add("--moe-ffn-hidden-size", model.moe_ffn_hidden)
         if model.shared_experts:
             add("--moe-shared-expert-intermediate-size", model.shared_experts * model.moe_ffn_hidden)

@@ -238,6 +238,11 @@ def _deepseek(r: "_Reader", kwargs: dict[str, Any]) -> None:
     kwargs["dense_layers"] = r.required(("first_k_dense_replace",), allow_zero=True)
     kwargs["moe_layer_freq"] = r.optional(("moe_layer_freq",)) or 1
     kwargs["mtp_layers"] = r.optional(("num_nextn_predict_layers",), allow_zero=True) or 0
+    # Group-limited routing (DeepseekV3Config n_group / topk_group; DeepSeek-V2: device-limited)
+    groups = r.optional(("n_group",))
+    if groups and groups > 1:
+        kwargs["router_groups"] = groups
+        kwargs["router_group_topk"] = r.optional(("topk_group",))
 
 
 # --- Qwen3-MoE -------------------------------------------------------------------------------------

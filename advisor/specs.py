@@ -177,6 +177,12 @@ class Model(_Frozen):
     """Leading layers that use the dense MLP in an MoE model (DeepSeek-V3: 3)."""
     moe_layer_freq: int = Field(1, ge=1, le=1000)
     """Every n-th layer after the dense ones is MoE (1 = all of them)."""
+    router_groups: int = Field(1, ge=1, le=65_536)
+    """Equal groups of routed experts for group-limited routing (DeepSeek-V3: 8, one per node of its
+    EP 64; HF n_group, Megatron --moe-router-num-groups); 1: no group limit."""
+    router_group_topk: int | None = Field(None, ge=1, le=65_536)
+    """Groups a token picks its experts from (DeepSeek-V3: 4, so at most 4 nodes; HF topk_group,
+    Megatron --moe-router-group-topk); None: every group."""
     mla: MLA | None = None
     mtp_layers: int = Field(0, ge=0, le=16)
     """Multi-token-prediction modules (DeepSeek-V3: 1); counted in params_with_mtp, not params."""
@@ -209,6 +215,13 @@ class Model(_Frozen):
         if self.experts == 1 and (self.shared_experts or self.dense_layers or self.moe_ffn_hidden):
             raise InputError("Model.experts", self.experts, "more than 1 when MoE fields are set",
                              "shared_experts, dense_layers and moe_ffn_hidden describe an MoE model")
+        if self.router_groups > 1 and self.experts % self.router_groups:
+            raise InputError("Model.router_groups", self.router_groups, f"a divisor of experts ({self.experts})",
+                             f"experts({self.experts}) % router_groups({self.router_groups}) = "
+                             f"{self.experts % self.router_groups}: groups are equal-sized")
+        if self.router_group_topk is not None and self.router_group_topk > self.router_groups:
+            raise InputError("Model.router_group_topk", self.router_group_topk,
+                             f"at most router_groups ({self.router_groups})")
         if self.dense_layers >= self.layers and self.experts > 1:
             raise InputError("Model.dense_layers", self.dense_layers, f"fewer than layers ({self.layers})")
         if self.position_embedding == "learned" and not (self.max_position or self.seq_len):

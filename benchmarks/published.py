@@ -94,7 +94,7 @@ _GPT = dict(activation="gelu", norm="layernorm", bias=True, tied_embeddings=True
 _FAMILIES: list[tuple[str, dict[str, Any]]] = [
     # DeepSeek-V3 tech report (arXiv:2412.19437) §4.2 and HF deepseek-ai/DeepSeek-V3 config.json
     ("deepseek-v3", dict(activation="swiglu", norm="rmsnorm", tied_embeddings=False, vocab=129280, shared_experts=1,
-                         dense_layers=3, dense_ffn=18432,
+                         dense_layers=3, dense_ffn=18432, router_groups=8, router_group_topk=4,   # n_group, topk_group
                          mla=dict(q_lora_rank=1536, kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64,
                                   v_head_dim=128))),
     # DeepSeek-V2 (arXiv:2405.04434) §3.1 and HF deepseek-ai/DeepSeek-V2 config.json
@@ -205,7 +205,8 @@ def _build_model(r: dict, assumed: list[str]) -> Model:
     if experts > 1:
         kw.update(experts=experts, experts_per_token=m.get("moe_topk") or 1, moe_ffn_hidden=ffn,
                   ffn_hidden=fam.get("dense_ffn", ffn), shared_experts=fam.get("shared_experts", 0),
-                  dense_layers=fam.get("dense_layers", 0))
+                  dense_layers=fam.get("dense_layers", 0), router_groups=fam.get("router_groups", 1),
+                  router_group_topk=fam.get("router_group_topk"))
     else:
         kw["ffn_hidden"] = ffn
     seq = m.get("seq_len") or fam.get("seq_len")

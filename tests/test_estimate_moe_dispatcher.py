@@ -72,3 +72,43 @@ def test_unknown_dispatcher_is_refused_with_the_field_named():
         advisor.recommend(Cluster(gpu="H100-SXM-80GB", gpus=64), "mixtral-8x7b",
                           assumptions={"moe_token_dispatcher": "allgather"})
     assert "moe_token_dispatcher" in str(exc.value)
+
+
+def test_node_limited_routing_by_hand():
+    # DeepSeek-V3 on EP 64 = 8 nodes, 8 router groups (one per node), a token picks 4 groups: a node
+    # is missed with probability C(7, 4) / C(8, 4) = 1/2, so 4 nodes of 8 copies, against about
+    # 5.3 nodes with the 8 experts drawn from all 256.
+    assert node_dedup(256, 8, 8, groups=8, group_topk=4) == pytest.approx(8 * (1 - comb(7, 4) / comb(8, 4)) / 8)
+    assert node_dedup(256, 8, 8, groups=8, group_topk=4) == pytest.approx(0.5)
+    assert node_dedup(256, 8, 8) == pytest.approx(8 * (1 - comb(224, 8) / comb(256, 8)) / 8)
+    # the limit never adds nodes; groups that do not split evenly over the nodes leave it out
+    for nodes in (2, 4, 8):
+        assert node_dedup(256, 8, nodes, 8, 4) <= node_dedup(256, 8, nodes) + 1e-12
+    assert node_dedup(256, 8, 16, 8, 4) == node_dedup(256, 8, 16)
+
+
+def test_deepseek_v3_routes_to_at_most_four_nodes_under_deepep():
+    model = Model.preset("deepseek-v3")
+    assert (model.router_groups, model.router_group_topk) == (8, 4)
+    cluster = Cluster(gpu="H100-SXM-80GB", gpus=1024)
+    layout = Layout(framework="megatron", tp=2, pp=16, dp=32, ep=64, etp=1, sp=True, zero_stage=1)
+    training = Training(seq_len=4096, global_batch_size=8192)
+    limited = advisor.estimate(cluster, model, layout, training, DEEPEP)
+    uniform = advisor.estimate(cluster, model.model_copy(update={"router_group_topk": None}), layout, training, DEEPEP)
+    # EP 64 over 8 nodes: of a plain all-to-all's bytes 7/64 stay in the node, 56/64 cross; only those shrink
+    want = (7 + 56 * node_dedup(256, 8, 8, 8, 4)) / (7 + 56 * node_dedup(256, 8, 8))
+    assert limited.comm.ep.bytes == pytest.approx(uniform.comm.ep.bytes * want, rel=1e-9)
+    assert limited.comm.ep.seconds < uniform.comm.ep.seconds
+    # the NCCL all-to-all sends every copy whatever the routing limit
+    plain = advisor.estimate(cluster, model, layout, training)
+    assert plain.comm.ep.bytes == advisor.estimate(
+        cluster, model.model_copy(update={"router_group_topk": None}), layout, training).comm.ep.bytes
+
+
+def test_router_groups_must_split_the_experts():
+    with pytest.raises(ValueError, match=r"Model\.router_groups[\s\S]*% router_groups\(3\) = 1"):
+        Model(name="m", layers=4, hidden=1024, heads=8, ffn_hidden=2048, vocab=1000, experts=64,
+              experts_per_token=4, router_groups=3)
+    with pytest.raises(ValueError, match=r"Model\.router_group_topk"):
+        Model(name="m", layers=4, hidden=1024, heads=8, ffn_hidden=2048, vocab=1000, experts=64,
+              experts_per_token=4, router_groups=8, router_group_topk=9)

@@ -241,6 +241,8 @@ def test_megatron_uneven_pipeline_gets_first_and_last_stage_flags():
     ns = parse(ex.megatron_args(layout.model_copy(update={"ep": 8, "etp": 1}), Model.preset("deepseek-v3"),
                                 training, Cluster(gpu="H100", gpus=1024)))
     assert (ns.decoder_first_pipeline_num_layers, ns.decoder_last_pipeline_num_layers) == (3, 2)
+    # and its node-limited router: 8 groups, 4 per token (the model, not the layout)
+    assert (ns.moe_router_num_groups, ns.moe_router_group_topk) == (8, 4)
     # 126 layers on pp 20: middle stages of 7 leave nothing for the first and last
     with pytest.raises(advisor.InputError, match=r"Layout\.pp[\s\S]*% pp\(20\) = 6"):
         ex.megatron_args(layout.model_copy(update={"pp": 20}), model, training, Cluster(gpu="H100", gpus=1280))

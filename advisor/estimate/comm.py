@@ -247,17 +247,26 @@ def ep_plan(c: Ctx, A) -> tuple:
     return (*alltoall(c, A, payload, c.ep, c.etp), per_layer)
 
 
-def node_dedup(experts: int, topk: int, nodes: int) -> float:
+def node_dedup(experts: int, topk: int, nodes: int, groups: int = 1, group_topk: int | None = None) -> float:
     """Network copies of a token per routed copy when each token crosses to a remote node once and is
     forwarded there over NVLink (DeepEP's internode dispatch and combine): the expected number of
-    remote nodes among a token's `topk` distinct experts, drawn uniformly from `experts` spread
-    evenly over `nodes` nodes, over the topk * (nodes-1)/nodes remote copies a plain all-to-all sends.
-    A node holds experts/nodes experts; it is missed with probability C(E - E/N, k) / C(E, k)."""
+    nodes among a token's `topk` distinct experts, drawn uniformly from `experts` spread evenly over
+    `nodes` nodes, over its topk copies (each node is remote with the same probability, so the
+    (nodes-1)/nodes remote share cancels). A node holds experts/nodes experts; it is missed with
+    probability C(E - E/N, k) / C(E, k).
+    Group-limited routing (`groups`, `group_topk`: Megatron --moe-router-num-groups / -group-topk,
+    DeepSeek-V3's node-limited routing) picks the experts from group_topk of the groups; when the
+    groups split evenly over the nodes, a node is missed with probability C(G - G/N, g) / C(G, g),
+    at most as many nodes as without the limit (the fewer of the two is taken)."""
     if nodes <= 1:
         return 1.0
     per_node = experts // nodes
     miss = math.comb(experts - per_node, topk) / math.comb(experts, topk)
-    return nodes * (1.0 - miss) / topk
+    hit = nodes * (1.0 - miss)
+    if group_topk is not None and group_topk < groups and groups % nodes == 0:
+        g_miss = math.comb(groups - groups // nodes, group_topk) / math.comb(groups, group_topk)
+        hit = min(hit, nodes * (1.0 - g_miss))
+    return hit / topk
 
 
 def _deepep(c: Ctx, A, payload: float):
@@ -273,7 +282,7 @@ def _deepep(c: Ctx, A, payload: float):
     if nodes <= 1:
         return alltoall(c, A, payload, n, c.etp)
     intra = payload * (k - 1) / n
-    inter = payload * (n - k) / n * node_dedup(c.experts, c.topk, nodes)
+    inter = payload * (n - k) / n * node_dedup(c.experts, c.topk, nodes, c.router_groups, c.router_group_topk)
     sec = max(intra / (c.nvlink_bw * A.nvlink_efficiency), inter / (c.net_bw * A.network_efficiency))
     return intra + inter, sec + A.latency_network, True
 

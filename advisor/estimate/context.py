@@ -129,6 +129,8 @@ class Ctx:
     gated: bool
     experts: int
     topk: int
+    router_groups: int           # group-limited routing (Model.router_groups / router_group_topk)
+    router_group_topk: int | None
     shared: int
     dense_first: int
     moe_freq: int
@@ -212,6 +214,7 @@ def _static(cluster, model, training) -> tuple:
         L=model.layers, h=h, a=a, kv=kv, wq=wq, wk=wk, wv=wv, wo=wo, latent=latent,
         f=model.ffn_hidden, f_moe=model.moe_ffn_hidden or model.ffn_hidden,
         gated=model.activation == "swiglu", experts=model.experts, topk=model.experts_per_token,
+        router_groups=model.router_groups, router_group_topk=model.router_group_topk,
         shared=model.shared_experts, dense_first=model.dense_layers if model.experts > 1 else model.layers,
         moe_freq=model.moe_layer_freq, vocab=vocab, tied=model.tied_embeddings,
         gpt_style=model.bias or model.position_embedding == "learned", pc=pc,
