@@ -400,16 +400,8 @@ def stage_memory(c: Ctx, A, k: int, states: tuple | None = None, acts: tuple | N
         per_dense = act_work_dense = 0.0
     if not n_moe:
         per_moe = act_work_moe = 0.0
-    # chunks_in_flight(c, k), inline: this runs for every candidate stage of every layout sized
-    v, m = c.vpp, c.m
-    if v == 1:
-        inflight = c.pp - k
-        if m < inflight:
-            inflight = m
-    else:
-        inflight = 2 * (c.pp - k - 1) + (v - 1) * c.pp + 1
-        if m * v < inflight:
-            inflight = m * v
+    inflight = chunks_in_flight(c, k)
+    v = c.vpp
     act_layers = (n_dense * per_dense + n_moe * per_moe) / v * inflight
     act_emb = 0.0
     if first:  # token/position ids (8sb) + embedding dropout mask (sbh), per in-flight micro-batch
