@@ -289,3 +289,41 @@ def test_python_engine_is_thread_safe():
 
     bad += run_in_threads(work, 4)
     assert not bad
+
+
+# compile_condition (the engine's fast path) against evaluate (the reference interpreter that explain()
+# and the rule tests use): the same result, or the same EngineError, on generated trees and facts.
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from advisor.evaluator import compile_condition, evaluate  # noqa: E402
+
+_VALUES = st.one_of(st.integers(-3, 3), st.booleans(), st.sampled_from(["a", "b"]), st.floats(-2, 2),
+                    st.none())
+_FIELDS = ["g.x", "g.y", "h.z", "g.missing"]
+
+
+@st.composite
+def _leaves(draw):
+    op = draw(st.sampled_from(["==", "!=", "in", "<", "<=", ">", ">="]))
+    want = draw(st.lists(_VALUES, min_size=1, max_size=3)) if op == "in" else draw(_VALUES)
+    return {"field": draw(st.sampled_from(_FIELDS)), "op": op, "value": want}
+
+
+_TREES = st.recursive(_leaves(), lambda kids: st.one_of(
+    st.builds(lambda k: {"all": k}, st.lists(kids, min_size=1, max_size=3)),
+    st.builds(lambda k: {"any": k}, st.lists(kids, min_size=1, max_size=3))), max_leaves=6)
+
+
+def _outcome(fn):
+    try:
+        return fn()
+    except EngineError as exc:
+        return ("error", str(exc))
+
+
+@settings(max_examples=300, deadline=None)
+@given(_TREES, st.fixed_dictionaries({"g": st.fixed_dictionaries({"x": _VALUES, "y": _VALUES}),
+                                      "h": st.fixed_dictionaries({"z": _VALUES})}))
+def test_compiled_condition_agrees_with_the_interpreter(node, fact):
+    assert _outcome(lambda: compile_condition(node)(fact)) == _outcome(lambda: evaluate(node, fact))
