@@ -274,8 +274,8 @@ def _deepep(c: Ctx, A, payload: float):
     token over RDMA once per destination node and forward it to that node's experts over NVLink;
     combine reduces on the remote node before sending back): the network part shrinks by node_dedup;
     the NVLink part is the plain all-to-all's (NVLink is not the bound across nodes). Routing is taken
-    as uniform: DeepSeek-V3's node-limited routing (at most 4 nodes per token) is not modelled, which
-    over-charges that model when its EP group spans more than 4 nodes."""
+    as uniform, limited to the model's router groups when it has them (DeepSeek-V3: 4 of 8 nodes;
+    node_dedup)."""
     n = c.ep
     k = local_members(n, c.etp, c.domain)
     nodes = -(-n // k)
