@@ -674,9 +674,11 @@ def plan(cluster: Cluster, model: Model, training: Training, decisions: Decision
         # ZeRO alone (even with offload) cannot hold the model: widen to TP/PP, and say so.
         if result.blocked_by:
             why = f"every fitting ZeRO layout is refused by rule {result.blocked_by[0]}"
-        else:
-            why = "no ZeRO stage or offload fits" + (
-                f"; closest {closest[0].id} needs {closest[1].total / 2**30:.1f} GiB" if closest else "")
+        elif closest is not None:
+            why = f"no ZeRO stage or offload fits; closest {closest[0].id} needs {closest[1].total / 2**30:.1f} GiB"
+        else:               # nothing was sized: no shape, or no micro-batch that divides the batch
+            why = (f"no ZeRO layout is legal: global batch {training.global_batch_size} vs micro-batch x "
+                   f"data-parallel ranks on {cluster.gpus} GPUs (DeepSpeed's batch identity), within the rules' limits")
         result.events.append(("reject", f"family zero-dp: {why}", "zero-dp"))
         result.blocked_by = None
         framework = "megatron"
@@ -684,8 +686,12 @@ def plan(cluster: Cluster, model: Model, training: Training, decisions: Decision
         decisions.features.setdefault("sp", "planner")
         result.framework = framework
         result.events.append(("note", "widening to model-parallel with Megatron-LM (TP inside the NVLink domain, then PP)", None))
-        chosen, closest = _search(*args, decisions, "model-parallel", framework, result, check_fn,
+        strategy = "model-parallel"
+        chosen, closest = _search(*args, decisions, strategy, framework, result, check_fn,
                                   allow_offload=False, keep_ranking=keep_ranking, assumptions=assumptions)
+        widened = True
+    else:
+        widened = False
     if chosen is None:
         if result.blocked_by:
             pass                             # _search said which rule refused the layouts that fit
@@ -698,5 +704,6 @@ def plan(cluster: Cluster, model: Model, training: Training, decisions: Decision
                                             "(heads, layers, global batch vs dp)", None))
         return result
     result.layout, result.estimate = chosen
-    _other_family(cluster, model, training, decisions, strategy, result, check_fn, keep_ranking, assumptions)
+    if not widened:      # (when widened, the other family is the ZeRO one that just failed, in the trace)
+        _other_family(cluster, model, training, decisions, strategy, result, check_fn, keep_ranking, assumptions)
     return result

@@ -6,6 +6,7 @@ import pytest
 
 import advisor
 from advisor import Cluster, Model, Training
+from advisor.api import recommend_with_ranking
 from advisor.rulebook import builtin_rulebook
 
 
@@ -251,3 +252,20 @@ def test_when_the_audit_refuses_every_layout_that_fits_the_answer_names_the_rule
     assert not any(m.startswith("no layout fits") for m in rejects)
     assert sum(m.startswith("rule ") for m in rejects) <= 2 * 10          # capped, the rest counted
     assert "max-position" in rec.explain()
+
+
+def test_widened_to_model_parallel_the_choice_is_not_its_own_alternative():
+    """7B on 512 H200 with a global batch of 256: the rules prefer ZeRO data parallelism, but no
+    data-parallel degree of 512 divides the batch, so the search widens to Megatron TP/PP. The ZeRO
+    family has then been tried already: the answer must not list the model-parallel family again
+    as the 'other family' (it listed the choice itself, +0%, and every ranked layout twice)."""
+    args = (Cluster(gpu="H200", gpus=512), "llama-2-7b", Training(seq_len=2048, global_batch_size=256))
+    rec, ranking = recommend_with_ranking(*args)
+    assert rec.framework == "megatron"
+    assert all(a.layout != rec.layout for a in rec.alternatives)
+    assert not any("family model-parallel" in a.reason for a in rec.alternatives)
+    dumps = [layout.model_dump_json() for layout, _ in ranking]
+    assert len(dumps) == len(set(dumps))
+    rejected = [e.message for e in rec.trace.events if e.op == "reject" and e.candidate == "zero-dp"]
+    assert rejected == ["family zero-dp: no ZeRO layout is legal: global batch 256 vs micro-batch x data-parallel "
+                        "ranks on 512 GPUs (DeepSpeed's batch identity), within the rules' limits"]
