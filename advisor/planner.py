@@ -12,8 +12,11 @@
    its smallest micro-batch, which also gives a floor for each of its other (micro-batch, virtual
    stages) variants (estimate.time.variant_floors); a variant is sized only when its floor is within
    the near-tie band of the best layout found so far, so the choice is the one trying every variant
-   would make (tests/test_planner_refine.py), at a fraction of the cost. Listed alternatives get the
-   same treatment against their own time.
+   would make (tests/test_planner_refine.py), at a fraction of the cost. A variant whose sizing shows
+   it needs more recompute than its floor assumed gets the floor of that level (estimate.floor_of)
+   and waits until a threshold reaches it; a larger micro-batch of the same shape and vpp starts at
+   that level. The alternatives are then the ones trying every variant would list: each variant
+   that could come before a listed layout is tried, until the list stands.
 3. Rank. Every survivor gets a step time; the fastest step wins, except that candidates within
    `NEAR_TIE` of the fastest are ordered by `_tie_break` (with the rules' "ep_over_tp" for MoE, less
    TP; with "tp_before_pp", more TP inside the NVLink domain; then more memory headroom; less CP; then
@@ -30,7 +33,7 @@ from typing import NamedTuple
 
 from ._unchecked import build_unchecked
 from .actions import Decisions
-from .estimate import estimate_of, resize, size, step_and_floors, step_time_of
+from .estimate import estimate_of, floor_of, floor_of_layout, resize, size, step_and_floors, step_time_of
 from .estimate.context import megatron_split
 from .layout import Layout
 from .specs import Cluster, Model, Training
@@ -164,6 +167,11 @@ def _shapes(cluster: Cluster, model: Model, training: Training, decisions: Decis
                     for vpp in vpps[pp]:
                         out.append(_Shape(tp, pp, cp, ep, etp, vpp, dp))
     return out
+
+
+def base_of(shape) -> tuple:
+    """A _Shape's or a Layout's degrees (tp, pp, cp, ep, dp): the shape its variants share."""
+    return (shape.tp, shape.pp, shape.cp, shape.ep, shape.dp)
 
 
 def _stages(decisions: Decisions, framework: str, pp: int) -> list[int]:
@@ -309,12 +317,44 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
     # the ZeRO stages to try, by pp > 1 (all _stages reads of pp), worked out once per search
     zero_stages = {pipelined: _stages(decisions, framework, 2 if pipelined else 1) for pipelined in (False, True)}
 
-    def explore(shape: _Shape, mbs: int, variants_of_shape: list | None, levels: dict | None = None) -> bool:
+    def timed(sized_at, hi: int, top: int, variants_of_shape: list | None) -> None:
+        """Time the least recompute level that fits (hi) and, while the layout stays tight, more;
+        with variants_of_shape (the coarse pass), with the floors of those variants."""
+        for i in range(hi, top + 1):
+            layout, sized = sized_at(i)
+            if sized.fits and sized.host_fits:
+                tight = sized.total > MAX_MEMORY_UTILIZATION * sized.capacity
+                if variants_of_shape is None:
+                    step, floor = step_time_of(sized), None
+                else:
+                    step, floor = step_and_floors(sized, variants_of_shape)
+                found.append(_Candidate(layout, sized, step, floor, tight))
+                if tight is False and not roomy_seen[0]:
+                    roomy_seen[0] = True
+                    best[0] = step
+                elif step < best[0] and (not tight or not roomy_seen[0]):
+                    best[0] = step
+                if not tight:
+                    break                                # more recompute is never faster
+
+    # The fine pass's knowledge beyond the floors: (base, vpp, zero, offload) -> [(micro-batch, least
+    # recompute index that fitted)], and (base, micro-batch, vpp) -> options sized but not yet timed,
+    # as [(floor at their level, sized_at, level, top)].
+    needed: dict[tuple, list] = {}
+    parked: dict[tuple, list] = {}
+    probe: dict[tuple, Layout] = {}         # base -> its coarse layout, to build variants from
+    level_floors: dict[tuple, tuple] = {}   # (base, micro-batch, vpp) -> (known level, floor there), untried
+
+    def explore(shape: _Shape, mbs: int, variants_of_shape: list | None, levels: dict | None = None,
+                threshold: float | None = None) -> bool:
         """Add the fitting (ZeRO, recompute, offload) options of one shape and micro-batch; False if none
         fits. With variants_of_shape (the coarse pass), each also gets their floors. With levels
         ({(zero, offload): first recompute index that fitted the coarse layout}), a variant tries
         only those: memory grows with the micro-batch and the virtual stages (activations per
-        micro-batch, chunks in flight), so what did not fit the coarse layout cannot fit it."""
+        micro-batch, chunks in flight), so what did not fit the coarse layout cannot fit it.
+        With threshold (the fine pass), an option whose sizing needs more recompute than its floor
+        assumed is timed only if its floor at that level (estimate.floor_of) is within threshold;
+        otherwise it waits in `parked` for a larger threshold (time.shape_floor)."""
         nonlocal closest
         m = gbs // (mbs * shape.dp)
         etp = shape.etp if shape.ep > 1 else None
@@ -347,7 +387,7 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
                 at = {start: (base, size(cluster, model, base, training, assumptions))}
                 result.examined += 1
 
-                def sized_at(i: int):
+                def sized_at(i: int, at=at, base=base, start=start):   # (bound now: parked ones run later)
                     if i not in at:
                         # base at another recompute level (layout_for's fields, in its order), sized
                         # from base's: the rest of the layout is the same (resize equals size exactly)
@@ -356,7 +396,7 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
                         result.examined += 1
                     return at[i]
 
-                def fits_at(i: int) -> bool:
+                def fits_at(i: int, sized_at=sized_at) -> bool:
                     s_ = sized_at(i)[1]
                     return s_.fits and s_.host_fits
 
@@ -387,29 +427,23 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
                         lo = mid + 1
                 level_hint[0] = hi
                 last_fitted[0] = True
-                for i in range(hi, top + 1):
-                    layout, sized = sized_at(i)
-                    if sized.fits and sized.host_fits:
-                        tight = sized.total > MAX_MEMORY_UTILIZATION * sized.capacity
-                        if variants_of_shape is None:
-                            step, floor = step_time_of(sized), None
-                        else:
-                            step, floor = step_and_floors(sized, variants_of_shape)
-                        found.append(_Candidate(layout, sized, step, floor, tight))
-                        if tight is False and not roomy_seen[0]:
-                            roomy_seen[0] = True
-                            best[0] = step
-                        elif step < best[0] and (not tight or not roomy_seen[0]):
-                            best[0] = step
-                        shape_fits = True
-                        if not tight:
-                            break                                # more recompute is never faster
+                shape_fits = True
+                if threshold is not None:
+                    # larger micro-batches of this shape and vpp need at least this level (try_variant)
+                    needed.setdefault((base_of(shape), shape.vpp, zero, offload), []).append((mbs, hi))
+                    if hi > first:
+                        floor = floor_of(sized_at(hi)[1], (mbs, shape.vpp))
+                        if floor > threshold:
+                            parked.setdefault((base_of(shape), mbs, shape.vpp), []).append((floor, sized_at, hi, top))
+                            if offload == "none":
+                                break
+                            continue
+                timed(sized_at, hi, top, variants_of_shape)
                 if shape_fits and offload == "none":
                     break                                        # offload only when nothing fits
         return shape_fits
 
-    def base(shape) -> tuple:           # a _Shape's or a Layout's degrees
-        return (shape.tp, shape.pp, shape.cp, shape.ep, shape.dp)
+    base = base_of
 
     # Coarse pass: every shape at plain 1F1B and its smallest legal micro-batch.
     shapes = [(shape, base(shape)) for shape in _shapes(cluster, model, training, decisions, strategy, framework)]
@@ -430,6 +464,7 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
         tried.add((b, mbs, 1))
         if explore(shape, mbs, variants[b]):
             fitting = found[n:]
+            probe[b] = fitting[0].layout
             if len(fitting) == 1:                   # the usual case: one (ZeRO, offload) option fits
                 floors[b] = dict(fitting[0].floor)
             else:
@@ -442,18 +477,46 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
     by_vpp = {(b, s.vpp): s for s, b in shapes}
     failed: dict[tuple, int] = {}       # (base, vpp) -> smallest micro-batch that did not fit
 
-    def try_variant(b: tuple, mbs: int, vpp: int) -> None:
-        if (b, mbs, vpp) in tried or failed.get((b, vpp), mbs + 1) <= mbs:
-            return                                               # done, or a smaller one did not fit
-        tried.add((b, mbs, vpp))
-        if not explore(by_vpp[b, vpp], mbs, None, levels[b]):
+    def try_variant(b: tuple, mbs: int, vpp: int, threshold: float) -> None:
+        """Size and time one variant that its floor says could be within threshold. Its options that
+        need more recompute than the coarse layout did, by its own sizing or a smaller micro-batch's
+        (memory grows with the micro-batch), are timed only when their floor at that level is."""
+        key = (b, mbs, vpp)
+        if key in tried:
+            waiting = parked.get(key)
+            if waiting and min(w[0] for w in waiting) <= threshold:
+                parked[key] = [w for w in waiting if w[0] > threshold]
+                for _floor, sized_at, hi, top in waiting:
+                    if _floor <= threshold:
+                        timed(sized_at, hi, top, None)
+            return
+        if failed.get((b, vpp), mbs + 1) <= mbs:
+            return                                               # a smaller one did not fit
+        start = dict(levels[b])
+        for (zero, offload), first in levels[b].items():
+            for smaller, level in needed.get((b, vpp, zero, offload), ()):
+                if smaller <= mbs and level > start[zero, offload]:
+                    start[zero, offload] = level
+        if all(start[o] == levels[b][o] for o in start):
+            pass                                 # nothing known beyond the coarse levels: its floor holds
+        elif len(start) == 1:                    # one option (the usual case): its floor at the known level
+            level = next(iter(start.values()))
+            hit = level_floors.get(key)
+            if hit is None or hit[0] != level:
+                layout = build_unchecked(Layout, dict(probe[b].__dict__, micro_batch_size=mbs, vpp=vpp,
+                                                      num_microbatches=gbs // (mbs * b[4]), recompute=recomputes[level]))
+                hit = level_floors[key] = (level, floor_of_layout(cluster, model, layout, training, assumptions))
+            if hit[1] > threshold:
+                return                           # not tried: a larger threshold may come back to it
+        tried.add(key)
+        if not explore(by_vpp[b, vpp], mbs, None, start, threshold):
             failed[b, vpp] = mbs
 
     def refine(b: tuple, threshold: float) -> None:
         """The variants of one shape whose floor is within threshold."""
         for (mbs, vpp), floor in floors[b].items():
             if floor <= threshold:
-                try_variant(b, mbs, vpp)
+                try_variant(b, mbs, vpp, threshold)
 
     # Fine pass: only the variants that could change the choice. No variant runs faster than its
     # floor (time.variant_floors). The choice is the tie-break's first among the layouts within
@@ -467,12 +530,12 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
     pending = sorted([(floor, b, mbs, vpp) for b in floors for (mbs, vpp), floor in floors[b].items()
                       if (b, mbs, vpp) not in tried], key=itemgetter(0))     # stable: ties keep this order
     while True:
-        before = len(tried)
+        before = (len(tried), len(found))
         for floor, b, mbs, vpp in pending:
             if floor > best[0]:
                 break
-            try_variant(b, mbs, vpp)
-        if len(tried) == before:                    # the best can rise once, when the first roomy layout appears
+            try_variant(b, mbs, vpp, best[0])
+        if (len(tried), len(found)) == before:      # the best can rise once, when the first roomy layout appears
             break
     band = best[0] * (1 + NEAR_TIE)
     zero_min = min(_stages(decisions, framework, 1))
@@ -483,26 +546,67 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
 
     hopefuls = sorted((_tie_key(b[0], b[1], b[2], b[3], vpp, offloads[0], zero_min, recomputes[0], mbs, False,
                                 ties), floor, b, mbs, vpp)
-                      for floor, b, mbs, vpp in pending if floor <= band and (b, mbs, vpp) not in tried)
+                      for floor, b, mbs, vpp in pending
+                      if floor <= band and ((b, mbs, vpp) not in tried or parked.get((b, mbs, vpp))))
     current = pick_key()
     for key, _floor, b, mbs, vpp in hopefuls:
         if (key, _floor) > current:
             break
-        if (b, mbs, vpp) not in tried:
-            try_variant(b, mbs, vpp)
+        if (b, mbs, vpp) not in tried or parked.get((b, mbs, vpp)):
+            try_variant(b, mbs, vpp, band)
             current = pick_key()
     chosen: _Candidate | None = None
     checked: dict[int, list] = {}      # id(candidate) -> check_fn's errors, across rounds
-    for _round in range(len(floors) + 1):
+    every = sorted([(floor, b, mbs, vpp) for b in floors for (mbs, vpp), floor in floors[b].items()],
+                   key=itemgetter(0))
+    while True:
         ordered = _ordered(found, ties)
         chosen, alternatives, rejected = _pick(ordered, check_fn, checked, max_alternatives)
-        # Alternatives are reported at their best too: try the variants of each listed shape that
-        # could beat its listed time (they stay outside the near-tie band: the choice does not move).
+        if chosen is None:
+            break
+        # The alternatives an exhaustive search would list, each at its best. _ordered lists the
+        # near-ties (within the band) by the tie-break, then the rest by step time. So a variant can
+        # change the list only if it could come before the entry it would displace: its own shape's
+        # entry when that shape is listed, else the last one listed. Before an entry outside the
+        # band: any layout in the band or faster; before one inside: one in the band whose tie-break
+        # key, at its most favourable, and floor come first. Every variant that could is tried (all
+        # of them when a tight layout closes the list, or fewer were listed than asked because the
+        # audit refused some); the list is made again until it stands. The choice does not move
+        # (step 2 above).
+        band_now = best[0] * (1 + NEAR_TIE)
+        entries: dict[tuple, _Candidate] = {}      # (tp, pp, cp, ep, ZeRO stage) -> its listed layout
+        for c in (chosen, *alternatives):
+            lay = c.layout
+            entries[lay.tp, lay.pp, lay.cp, lay.ep, lay.zero_stage] = c
+        last = alternatives[-1] if max_alternatives and len(alternatives) == max_alternatives else None
+        everything = bool((alternatives and alternatives[-1].tight and not chosen.tight)
+                          or (len(alternatives) < max_alternatives and rejected))
+        limit = float("inf") if everything else max(band_now, *(c.step_time for c in entries.values()))
+
+        def could_precede(b, mbs, vpp, floor, entry) -> float | None:
+            """The threshold to try the variant against, or None when it cannot come before entry."""
+            if entry.step_time > band_now:
+                reach = max(band_now, entry.step_time)
+                return reach if floor <= reach else None
+            if floor > band_now:
+                return None
+            key = _tie_key(b[0], b[1], b[2], b[3], vpp, offloads[0], zero_min, recomputes[0], mbs, False, ties)
+            return band_now if (key, floor) <= (_tie_break(entry, ties), entry.step_time) else None
+
         before = len(found)
-        for alt in alternatives:
-            b = base(alt.layout)
-            if b in floors:
-                refine(b, alt.step_time)
+        for floor, b, mbs, vpp in every:
+            if floor > limit:
+                break
+            threshold = float("inf") if everything else None
+            for zero, _ in levels[b] if not everything else ():
+                entry = entries.get((*b[:4], zero), last)     # an unlisted key competes with the last one
+                if entry is None or entry is chosen:
+                    continue                                  # nothing to displace, or the choice (step 2)
+                t = could_precede(b, mbs, vpp, floor, entry)
+                if t is not None and (threshold is None or t > threshold):
+                    threshold = t
+            if threshold is not None:
+                try_variant(b, mbs, vpp, threshold)
         if len(found) == before:
             break
     for rule_id, message, layout_id in rejected[:MAX_REJECT_EVENTS]:

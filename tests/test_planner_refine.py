@@ -1,6 +1,8 @@
 """The planner's fine pass: a variant (larger micro-batch, more virtual stages, more recompute) is
-tried only when its floor (time.variant_floors) can reach the best estimate. Stated here: the floor
-is a true lower bound, and pruning by it never changes the choice."""
+tried only when its floor (time.variant_floors, or time.shape_floor at the recompute level it is
+known to need) can reach the best estimate. Stated here: both floors are true lower bounds, memory
+grows with the micro-batch as the pruning assumes, and pruning never changes the choice nor the
+alternatives an exhaustive search would list."""
 
 import itertools
 
@@ -11,7 +13,7 @@ from hypothesis import strategies as st
 import advisor
 from advisor import Cluster, Layout, Model, Training
 from advisor.api import recommend_with_ranking
-from advisor.estimate import estimate, size, step_and_floors
+from advisor.estimate import estimate, floor_of, size, step_and_floors
 
 PROPERTY = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 RECOMPUTE = ("none", "selective", "full")
@@ -65,6 +67,43 @@ def test_the_floor_is_below_every_variant(s):
 
 @PROPERTY
 @given(shapes())
+def test_the_floor_at_a_known_level_is_below_every_variant_at_that_level_or_more(s):
+    """estimate.floor_of (time.shape_floor) of a sized variant bounds that variant with as much or
+    more recompute: the planner parks a variant whose sizing needed more recompute than its coarse
+    floor assumed, and times it only when this bound is within reach."""
+    cluster, model, training, layout, vpps = s
+    more = RECOMPUTE[RECOMPUTE.index(layout.recompute):]
+    if layout.framework == "deepspeed":
+        more = [r for r in more if r != "selective"]
+    for b, v in itertools.product((1, 2, 4), vpps):
+        m = training.global_batch_size // (b * layout.dp)
+        if v > 1 and m % layout.pp:
+            continue
+        variant = layout.model_copy(update={"micro_batch_size": b, "vpp": v})
+        floor = floor_of(size(cluster, model, variant, training), (b, v))
+        for recompute in more:
+            got = estimate(cluster, model, variant.model_copy(update={"recompute": recompute}), training).step_time
+            assert floor <= got * (1 + 1e-12), (variant.id, recompute, floor, got)
+
+
+@PROPERTY
+@given(shapes())
+def test_memory_grows_with_the_micro_batch_at_each_vpp(s):
+    """A larger micro-batch of the same shape and vpp needs at least the recompute a smaller one
+    needed (the planner starts its sizing there): memory at each level only grows with it."""
+    cluster, model, training, layout, vpps = s
+    for v in vpps:
+        totals = []
+        for b in (1, 2, 4):
+            if v > 1 and (training.global_batch_size // (b * layout.dp)) % layout.pp:
+                continue
+            totals.append((b, size(cluster, model, layout.model_copy(update={"micro_batch_size": b, "vpp": v}),
+                                   training).total))
+        assert all(x[1] <= y[1] for x, y in zip(totals, totals[1:])), (layout.id, v, totals)
+
+
+@PROPERTY
+@given(shapes())
 def test_memory_grows_with_the_micro_batch_and_the_virtual_stages(s):
     """The planner tries a variant only from the recompute level its coarse layout needed."""
     cluster, model, training, layout, vpps = s
@@ -95,6 +134,21 @@ def test_pruned_choice_is_the_exhaustive_choice(case):
     fam = [c for c in ranking if c[0].framework == rec.framework]
     assert fam[0][0] == rec.layout, (fam[0][0].id, rec.layout.id)
     assert len(ranking) > len({a.layout for a in rec.alternatives}) + 1
+    listed, exhaustive = _listed_and_exhaustive(rec, ranking)
+    assert listed == exhaustive, ([x.id for x in listed], [x.id for x in exhaustive])
+
+
+def _listed_and_exhaustive(rec, ranking):
+    """The choice and its alternatives of the chosen family, and what the exhaustive ranking lists
+    in their place: its first layout of each (tp, pp, cp, ep, ZeRO stage), best first."""
+    listed = [rec.layout] + [a.layout for a in rec.alternatives if a.layout.framework == rec.framework]
+    seen, firsts = set(), []
+    for layout, _ in ranking:
+        key = (layout.tp, layout.pp, layout.cp, layout.ep, layout.zero_stage)
+        if layout.framework == rec.framework and key not in seen:
+            seen.add(key)
+            firsts.append(layout)
+    return listed, firsts[:len(listed)]
 
 
 @st.composite
@@ -120,3 +174,5 @@ def test_pruned_choice_is_the_exhaustive_choice_on_generated_situations(s):
         return                                   # no choice, or the audit moved it off the first
     same = [layout for layout, _ in ranking if layout.framework == rec.framework]
     assert same[0] == rec.layout, (same[0].id, rec.layout.id)
+    listed, exhaustive = _listed_and_exhaustive(rec, ranking)
+    assert listed == exhaustive, ([x.id for x in listed], [x.id for x in exhaustive])

@@ -19,7 +19,7 @@ from .context import Ctx, resolve
 from .memory import (detail_dict, memory_terms, model_state_bytes_per_param, moe_mlp_activations,
                      per_layer_activations, stage_params)
 from .result import CommDimension, CommEstimate, Estimate, MemoryEstimate
-from .time import executed_flops_per_step, model_flops_per_step, time_terms, variant_floors
+from .time import executed_flops_per_step, model_flops_per_step, shape_floor, time_terms, variant_floors
 
 __all__ = [
     "estimate",
@@ -111,6 +111,18 @@ def step_and_floors(s: Sized, variants) -> tuple[float, dict]:
     """(step time of the sized layout, time.variant_floors of its (micro-batch, vpp) variants)."""
     T = _time_terms(s)
     return T["step"], variant_floors(s.ctx, s.assumptions, T, variants)
+
+
+def floor_of(s: Sized, variant: tuple[int, int]) -> float:
+    """time.shape_floor of the sized layout for its own (micro-batch, vpp) `variant`: no layout that
+    differs from it only by more recompute, its ZeRO stage or offload runs faster."""
+    return shape_floor(s.ctx, s.assumptions, (variant,))
+
+
+def floor_of_layout(cluster, model, layout, training, assumptions: Assumptions | None = None) -> float:
+    """floor_of without the sizing: resolves `layout` only."""
+    return shape_floor(resolve(cluster, model, layout, training), assumptions or _DEFAULT,
+                       ((layout.micro_batch_size, layout.vpp),))
 
 
 def memory_only(cluster, model, layout, training, assumptions: Assumptions | None = None) -> MemoryEstimate:

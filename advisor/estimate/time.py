@@ -441,7 +441,26 @@ def variant_floors(c: Ctx, A, T: dict, variants) -> dict:
     ring-CP and PP exposure, the async TP backward, DP traffic. The optimizer step does not depend
     on b, v or recompute, except under parameter offload. tests/test_planner_refine.py checks the
     bound against every variant of many shapes."""
+    own = {k: (st["comp"], st["ep"]) for k, st in T["stages"].items()}
+    opt = T["optimizer_time"] if c.offload != "optimizer+params" else 0.0
+    return _floors(c, A, variants, own, opt)
+
+
+def shape_floor(c: Ctx, A, variants) -> float:
+    """A lower bound on the step time of every layout that differs from c's only by a (b, v) in
+    `variants`, its ZeRO stage or offload (other than parameter offload) and as much or more
+    recompute, computed from c alone (no time_terms): variant_floors' bound at c's recompute level,
+    over every stage that can be the slowest (c.candidates), with the optimizer step dropped as
+    >= 0. The planner uses it for a variant whose sizing showed that it needs more recompute than the
+    coarse layout its floor came from; tests/test_planner_refine.py checks it against the variants."""
+    return min(_floors(c, A, variants, None, 0.0).values())
+
+
+def _floors(c: Ctx, A, variants, own: dict | None, opt: float) -> dict:
+    """{(b, v): (m * c.b / b + (p-1)/v) * max_k X_k(b) + opt} over the stages k of `own` (stage ->
+    c's own (compute, EP) terms, reused at c's micro-batch) or, when None, over c.candidates."""
     per_b = {}
+    stages = own if own is not None else c.candidates
     for b, _ in variants:
         if b in per_b:
             continue
@@ -451,12 +470,12 @@ def variant_floors(c: Ctx, A, T: dict, variants) -> dict:
             ctx.__dict__ = dict(c.__dict__, b=b)
         worst = 0.0
         compute_plan, tp_plan_, cp_plan_, ep_plan_ = _plans(ctx, A)
-        for k, st in T["stages"].items():
+        for k in stages:
             _, n_dense, n_moe = c.split[k]
             first, last = k == 0, k == c.pp - 1
             # c's own micro-batch: its compute and EP terms are T's (the same function of the same inputs)
-            if ctx is c:
-                comp, ep = st["comp"], st["ep"]
+            if ctx is c and own is not None:
+                comp, ep = own[k]
             else:
                 comp = _stage_compute(ctx, A, n_dense, n_moe, last, compute_plan)[0]
                 ep = _ep_per_microbatch(ctx, A, n_moe, ep_plan_) if ctx.ep > 1 and n_moe else _NO_COMM
@@ -469,6 +488,5 @@ def variant_floors(c: Ctx, A, T: dict, variants) -> dict:
             if x > worst:
                 worst = x
         per_b[b] = worst
-    opt = T["optimizer_time"] if c.offload != "optimizer+params" else 0.0
     m_times_b, p = c.m * c.b, c.pp
     return {(b, v): (m_times_b / b + (p - 1) / v) * per_b[b] + opt for b, v in variants}
