@@ -148,7 +148,12 @@ def _shapes(cluster: Cluster, model: Model, training: Training, decisions: Decis
 
     tps, pps, cps, eps = ([v for v in values if within(dim, v)]
                           for dim, values in (("tp", tps), ("pp", pps), ("cp", cps), ("ep", eps)))
-    vpps = {pp: _vpp_options(model.layers, pp) if megatron else [1] for pp in pps}
+    # Virtual stages are Megatron-LM's interleaved 1F1B. Under Megatron-DeepSpeed a pipeline runs on
+    # DeepSpeed's PipelineEngine (microsoft/Megatron-DeepSpeed megatron/arguments.py: pp > 1 requires
+    # ds_pipeline_enabled, i.e. not --no-pipeline-parallel; training.py train_step calls
+    # PipelineEngine.train_batch), whose TrainSchedule is plain 1F1B over one model chunk per stage
+    # (deepspeedai/DeepSpeed deepspeed/runtime/pipe/schedule.py): no virtual stages there.
+    vpps = {pp: _vpp_options(model.layers, pp) if framework == "megatron" else [1] for pp in pps}
     moe = model.is_moe
     out = []
     for tp in tps:
