@@ -346,3 +346,38 @@ def test_the_planner_floor_stays_below_every_variant(i, mods, recompute):
             except advisor.errors.InputError:
                 continue
             assert floors[b, v] <= got * (1 + 1e-12), (mods, b, r)
+
+
+def _tp_bytes(cluster, model, layout, training, A=None) -> int:
+    return advisor.estimate(cluster, model, layout, training, A).comm.tp.bytes
+
+
+def test_selective_mlp_repeats_half_of_the_forward_tp_collectives_full_recompute_repeats():
+    """Recomputing the MLP re-runs its linear layers' all-gather and reduce-scatter (SP): one of the
+    layer's two forward pairs, where full recompute re-runs both (comm.tp_plan)."""
+    cluster, model, layout, training = _llama()
+    base = _tp_bytes(cluster, model, layout, training)
+    mlp = _tp_bytes(cluster, model, layout, training, _A("core_attn", "mlp"))
+    full = _tp_bytes(cluster, model, layout.model_copy(update={"recompute": "full"}), training)
+    assert mlp > base
+    assert mlp - base == pytest.approx((full - base) / 2, rel=1e-9)
+
+
+def test_shared_experts_carry_the_mlp_half_of_tp_traffic_whatever_the_expert_tp():
+    """Shared experts are an MLP on the TP group (Megatron-Core SharedExpertMLP), so with etp 1 an
+    MoE layer with them moves what one without them moves with expert TP over the whole TP group."""
+    cluster, model, layout, training = _deepseek()
+    no_shared = model.model_copy(update={"shared_experts": 0})
+    with_shared = _tp_bytes(cluster, model, layout, training)
+    assert with_shared > _tp_bytes(cluster, no_shared, layout, training)
+    # (etp 2 needs ep 4 here: etp * ep * pp must divide the 64 GPUs; TP traffic does not read ep)
+    assert with_shared == _tp_bytes(cluster, no_shared, layout.model_copy(update={"etp": 2, "ep": 4}), training)
+
+
+def test_selective_moe_and_shared_experts_repeat_the_moe_layers_expert_tp_collectives():
+    cluster, model, layout, training = _deepseek()
+    base = _tp_bytes(cluster, model, layout, training)
+    shared = _tp_bytes(cluster, model, layout, training, _A("core_attn", "shared_experts"))
+    moe = _tp_bytes(cluster, model, layout, training, _A("core_attn", "moe"))
+    both = _tp_bytes(cluster, model, layout, training, _A("core_attn", "moe", "shared_experts"))
+    assert base < shared == moe == both       # etp 1: the shared experts' half is all "moe" adds on TP

@@ -114,7 +114,14 @@ def tp_per_microbatch(c: Ctx, A, n_dense: int, n_moe: int, first: bool, last: bo
       SP:    forward 2 all-gathers + 2 reduce-scatters (4 units, exposed); backward 2 all-gathers of
              the row-parallel output gradient (2, exposed) + 2 re-all-gathers of saved inputs and 2
              reduce-scatters of input gradients (4, async).
-      full recompute repeats the forward units. MoE layers with etp == 1 keep only the attention half.
+      full recompute repeats the forward units. An MoE layer has the attention half, plus the MLP half
+      for routed experts with expert TP (etp > 1), plus the MLP half again for shared experts, which
+      are an MLP on the TP group whatever etp is (megatron/core/transformer/moe/shared_experts.py:
+      SharedExpertMLP(MLP, tp_group=pg_collection.tp); without --moe-shared-expert-overlap its
+      linear layers gather and reduce-scatter as a dense MLP's do).
+      selective recompute repeats the forward units of the recomputed modules (tensor_parallel.
+      checkpoint re-runs their linear layers with their collectives): "mlp" the MLP half of a dense
+      layer, "moe" an MoE layer's expert halves, "shared_experts" the shared experts' half.
     Embedding: +2 units forward (all-reduce; 1 reduce-scatter under SP); output layer under SP: +1
     all-gather forward and 2 async units backward. `window` is the GEMM time async units hide behind.
     `plan` = tp_plan(c, A), when the caller times several stages of the layout.
@@ -152,6 +159,9 @@ def _tp_units(plan: TPPlan, n_dense: int, n_moe: int, first: bool, last: bool) -
     layers = n_dense + plan.moe_share * n_moe
     exp_units = layers * plan.exp_units
     exp_calls = layers * plan.exp_calls
+    if plan.rec_dense_units or plan.rec_moe_units:      # selective recompute_modules (tp_plan)
+        exp_units += n_dense * plan.rec_dense_units + n_moe * plan.rec_moe_units
+        exp_calls += n_dense * plan.rec_dense_calls + n_moe * plan.rec_moe_calls
     async_units = layers * plan.async_units
     async_calls = layers * plan.async_calls
     if first:
@@ -175,6 +185,10 @@ class TPPlan(NamedTuple):
     sp: bool
     ring: tuple           # ring() of the hidden-state message over the TP group
     overlap: bool         # TP comm overlap (tp_comm_overlap under SP)
+    rec_dense_units: float = 0.0   # per dense / MoE layer: forward units and calls selective recompute repeats
+    rec_dense_calls: float = 0.0
+    rec_moe_units: float = 0.0
+    rec_moe_calls: float = 0.0
 
 
 def tp_plan(c: Ctx, A) -> TPPlan:
@@ -186,8 +200,20 @@ def tp_plan(c: Ctx, A) -> TPPlan:
     else:
         fwd, bwd_exp, bwd_async, c_fwd, c_exp, c_async = 4.0, 0.0, 4.0, 2.0, 0.0, 2.0
     rec = 2.0 if c.recompute == "full" else 1.0
-    return TPPlan((1.0 if c.etp > 1 else 0.5), fwd * rec + bwd_exp, c_fwd * rec + c_exp, bwd_async, c_async, c.sp,
-                  ring(c, A, M, c.tp, 1), bool(A.tp_comm_overlap and c.sp))
+    routed = 0.5 if c.etp > 1 else 0.0             # an MoE layer's MLP halves, in dense layers
+    shared = 0.5 if c.shared else 0.0
+    extra_dense = extra_moe = 0.0                   # selective: forward halves run again, in dense layers
+    if c.recompute == "selective":
+        mods = A.recompute_modules
+        if "mlp" in mods:
+            extra_dense = 0.5
+        if "moe" in mods:
+            extra_moe = routed + shared
+        elif "shared_experts" in mods:
+            extra_moe = shared
+    return TPPlan(0.5 + routed + shared, fwd * rec + bwd_exp, c_fwd * rec + c_exp, bwd_async, c_async, c.sp,
+                  ring(c, A, M, c.tp, 1), bool(A.tp_comm_overlap and c.sp), extra_dense * fwd, extra_dense * c_fwd,
+                  extra_moe * fwd, extra_moe * c_fwd)
 
 
 def cp_per_microbatch(c: Ctx, A, n_layers: int, window: float, plan: tuple | None = None):

@@ -159,9 +159,9 @@ def _selective_extra(c: Ctx, A) -> tuple | None:
     checkpoints in Megatron-Core (the inner module's forward runs once more inside the recomputed
     MoE backward); that third pass is not charged, so that each module's charge is a disjoint part
     of the layer and selective never costs more than full (time.variant_floors, the planner's
-    recompute bisection). Not modelled: the TP collectives inside a recomputed module (the MLP's
-    all-gather / reduce-scatter under SP) and the CP ring exchange a recomputed core_attn repeats,
-    which comm.tp_plan / comm.cp_plan charge for full recompute only."""
+    recompute bisection). The TP collectives inside a recomputed module (the MLP's all-gather /
+    reduce-scatter under SP) are comm.tp_plan's. Not modelled: the CP ring exchange a recomputed
+    core_attn repeats, which comm.cp_plan charges for full recompute only."""
     if c.recompute != "selective":
         return None
     mods = A.recompute_modules
