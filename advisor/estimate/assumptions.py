@@ -172,8 +172,8 @@ class Assumptions(BaseModel):
     "shared_experts" the shared experts' GEMMs; "mla_up_proj" the MLA q/kv up-projection GEMMs;
     "layernorm" and "moe_act" only element-wise time (the norm output, the experts' activation),
     no FLOPs. Element-wise work is a third of `elementwise_traffic` per byte the module stores (one
-    forward of forward + backward). Not charged: the TP collectives inside a recomputed module, the
-    CP ring exchange a recomputed core_attn repeats, and the second re-run Megatron-Core's nested
+    forward of forward + backward). The TP collectives inside "mlp", "moe" and "shared_experts" run
+    again too (comm.tp_plan). Not charged: the CP ring exchange a recomputed core_attn repeats, and the second re-run Megatron-Core's nested
     checkpoints give "shared_experts" / "moe_act" when "moe" is also set, which keeps every set of
     modules at or below full recompute's cost."""
 
