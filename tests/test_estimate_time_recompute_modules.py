@@ -381,3 +381,19 @@ def test_selective_moe_and_shared_experts_repeat_the_moe_layers_expert_tp_collec
     moe = _tp_bytes(cluster, model, layout, training, _A("core_attn", "moe"))
     both = _tp_bytes(cluster, model, layout, training, _A("core_attn", "moe", "shared_experts"))
     assert base < shared == moe == both       # etp 1: the shared experts' half is all "moe" adds on TP
+
+
+def test_recomputed_core_attention_repeats_the_cp_rings_forward_exchange():
+    """Ring attention passes K,V cp-1 hops forward and 2(cp-1) backward; a recomputed attention core
+    (full, or selective with core_attn) runs the forward hops again: 4(cp-1) in all."""
+    cluster, model, layout, training = _llama()
+    layout = layout.model_copy(update={"tp": 2, "cp": 2})
+    cluster = Cluster(gpu=H100, gpus=16)
+
+    def cp_bytes(recompute, A=None):
+        return advisor.estimate(cluster, model, layout.model_copy(update={"recompute": recompute}), training,
+                                A).comm.cp.bytes
+
+    none = cp_bytes("none")
+    assert cp_bytes("selective") == cp_bytes("full") == pytest.approx(none * 4 / 3, rel=1e-12)
+    assert cp_bytes("selective", _A("mlp")) == none

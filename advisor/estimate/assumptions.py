@@ -173,8 +173,8 @@ class Assumptions(BaseModel):
     "layernorm" and "moe_act" only element-wise time (the norm output, the experts' activation),
     no FLOPs. Element-wise work is a third of `elementwise_traffic` per byte the module stores (one
     forward of forward + backward). The TP collectives inside "mlp", "moe" and "shared_experts" run
-    again too (comm.tp_plan). Not charged: the CP ring exchange a recomputed core_attn repeats, and the second re-run Megatron-Core's nested
-    checkpoints give "shared_experts" / "moe_act" when "moe" is also set, which keeps every set of
+    again too (comm.tp_plan), and so does the CP ring's forward exchange for "core_attn"
+    (comm.cp_plan). Not charged: the second re-run Megatron-Core's nested checkpoints give "shared_experts" / "moe_act" when "moe" is also set, which keeps every set of
     modules at or below full recompute's cost."""
 
     fp8_activation_bytes: float = Field(1.0, gt=0)

@@ -221,7 +221,8 @@ def cp_per_microbatch(c: Ctx, A, n_layers: int, window: float, plan: tuple | Non
 
     Megatron/Transformer Engine ring attention (p2p): each rank passes its K,V chunk around the ring,
     cp-1 hops forward, and K,V plus dK,dV backward (2(cp-1) hops), overlapped with the attention of the
-    chunk in hand (`window` = attention compute). DeepSpeed-Ulysses (framework deepspeed or
+    chunk in hand (`window` = attention compute); a recomputed attention core (full, or selective
+    with "core_attn") runs the forward hops again. DeepSpeed-Ulysses (framework deepspeed or
     megatron+deepspeed): all-to-all of Q,K,V and of the attention output, forward and backward,
     exposed (Jacobs et al. 2023, DeepSpeed-Ulysses §3). `plan` = cp_plan(c, A), when the caller times
     several stages of the layout.
@@ -240,7 +241,10 @@ def cp_plan(c: Ctx, A) -> tuple:
     """The parts of cp_per_microbatch that are the same on every stage of one layout (cp > 1):
     (Ulysses, bytes, seconds, network, all-to-alls per layer) with Ulysses, else (ring attention,
     bytes per layer, seconds per layer, network, None)."""
-    rec = 1.0 if c.recompute == "full" else 0.0
+    # the forward's exchange runs again when the attention core is recomputed: full recompute, or
+    # selective with "core_attn" (Megatron-Core checkpoints TEDotProductAttention, whose forward
+    # holds the ring's P2P: transformer/attention.py _checkpointed_attention_forward)
+    rec = 1.0 if c.recompute == "full" or (c.recompute == "selective" and "core_attn" in A.recompute_modules) else 0.0
     if c.deepspeed:
         payload = 2.0 * c.s_loc * c.b * (c.wq + c.wk + c.wv + c.wo) / c.tp
         nbytes, sec, net = alltoall(c, A, payload, c.cp, c.tp, calls=4)

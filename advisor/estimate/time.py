@@ -160,8 +160,8 @@ def _selective_extra(c: Ctx, A) -> tuple | None:
     MoE backward); that third pass is not charged, so that each module's charge is a disjoint part
     of the layer and selective never costs more than full (time.variant_floors, the planner's
     recompute bisection). The TP collectives inside a recomputed module (the MLP's all-gather /
-    reduce-scatter under SP) are comm.tp_plan's. Not modelled: the CP ring exchange a recomputed
-    core_attn repeats, which comm.cp_plan charges for full recompute only."""
+    reduce-scatter under SP) are comm.tp_plan's, the CP ring a recomputed core_attn repeats
+    comm.cp_plan's."""
     if c.recompute != "selective":
         return None
     mods = A.recompute_modules
