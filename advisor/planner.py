@@ -498,13 +498,13 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
         if failed.get((b, vpp), mbs + 1) <= mbs:
             return                                               # a smaller one did not fit
         start = dict(levels[b])
-        for (zero, offload), first in levels[b].items():
+        for zero, offload in levels[b]:
             for smaller, level in needed.get((b, vpp, zero, offload), ()):
                 if smaller <= mbs and level > start[zero, offload]:
                     start[zero, offload] = level
-        if all(start[o] == levels[b][o] for o in start):
-            pass                                 # nothing known beyond the coarse levels: its floor holds
-        elif len(start) == 1:                    # one option (the usual case): its floor at the known level
+        # One option (the usual case) known to need more recompute than the coarse layout did: its
+        # floor at that level (otherwise the coarse floor, which the caller checked, holds)
+        if len(start) == 1 and start != levels[b]:
             level = next(iter(start.values()))
             hit = level_floors.get(key)
             if hit is None or hit[0] != level:
