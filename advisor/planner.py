@@ -549,8 +549,18 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
         group = [c for c in found if not c.tight] or found
         return min((_tie_break(c, ties), c.step_time) for c in group if c.step_time <= band)
 
-    hopefuls = sorted((_tie_key(b[0], b[1], b[2], b[3], vpp, offloads[0], zero_min, recomputes[0], mbs, False,
-                                ties), floor, b, mbs, vpp)
+    # (base, micro-batch, vpp) -> the variant's tie-break key at its most favourable (least recompute,
+    # lowest ZeRO stage, no offload, memory headroom); the rounds below ask for it again
+    favourable: dict[tuple, tuple] = {}
+
+    def favourable_key(b: tuple, mbs: int, vpp: int) -> tuple:
+        key = favourable.get((b, mbs, vpp))
+        if key is None:
+            key = favourable[b, mbs, vpp] = _tie_key(b[0], b[1], b[2], b[3], vpp, offloads[0], zero_min,
+                                                     recomputes[0], mbs, False, ties)
+        return key
+
+    hopefuls = sorted((favourable_key(b, mbs, vpp), floor, b, mbs, vpp)
                       for floor, b, mbs, vpp in pending
                       if floor <= band and ((b, mbs, vpp) not in tried or parked.get((b, mbs, vpp))))
     current = pick_key()
@@ -595,7 +605,7 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
                 return reach if floor <= reach else None
             if floor > band_now:
                 return None
-            key = _tie_key(b[0], b[1], b[2], b[3], vpp, offloads[0], zero_min, recomputes[0], mbs, False, ties)
+            key = favourable.get((b, mbs, vpp)) or favourable_key(b, mbs, vpp)    # (its lookup inline)
             return band_now if (key, floor) <= (_tie_break(entry, ties), entry.step_time) else None
 
         before = len(found)
