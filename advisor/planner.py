@@ -42,6 +42,9 @@ __all__ = ["Alternative", "PlanResult", "plan", "NEAR_TIE"]
 
 _RECOMPUTE = ("none", "selective", "full")
 _OFFLOAD = ("none", "optimizer", "optimizer+params")
+# each one's position in its tuple, for _tie_key (a subscript instead of a call to .index)
+_RECOMPUTE_RANK = {r: i for i, r in enumerate(_RECOMPUTE)}
+_OFFLOAD_RANK = {o: i for i, o in enumerate(_OFFLOAD)}
 # Estimates this close are treated as ties: the time model's mean |error| on measured runs is ~6%,
 # single runs up to ~25% (benchmarks/calibrate_throughput.py). 8% maximised agreement with published
 # layouts in benchmarks/published_planner.py among 3/8/15% (the tie-break carries the preference).
@@ -241,7 +244,7 @@ def _tie_break(cand: _Candidate, ties: _Ties) -> tuple:
 
 def _tie_key(tp, pp, cp, ep, vpp, offload, zero, recompute, mbs, crowded, ties: _Ties) -> tuple:
     simplicity = ((tp > 1) + (pp > 1) + (cp > 1) + (ep > 1), tp * pp * cp, ties.layers % pp != 0, vpp,
-                  _OFFLOAD.index(offload), zero, _RECOMPUTE.index(recompute), pp, -mbs)
+                  _OFFLOAD_RANK[offload], zero, _RECOMPUTE_RANK[recompute], pp, -mbs)
     if ties.order == "ep_over_tp":
         # the all-to-all group is ep x etp consecutive ranks; the planner's MoE shapes use etp 1 (_shapes)
         return (tp, ep == 1, ep > ties.domain, crowded, cp, *simplicity)
