@@ -353,10 +353,10 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
     probe: dict[tuple, Layout] = {}         # base -> its coarse layout, to build variants from
     level_floors: dict[tuple, tuple] = {}   # (base, micro-batch, vpp) -> (known level, floor there), untried
 
-    def explore(shape: _Shape, mbs: int, variants_of_shape: list | None, levels: dict | None = None,
+    def explore(shape: _Shape, b: tuple, mbs: int, variants_of_shape: list | None, levels: dict | None = None,
                 threshold: float | None = None) -> bool:
-        """Add the fitting (ZeRO, recompute, offload) options of one shape and micro-batch; False if none
-        fits. With variants_of_shape (the coarse pass), each also gets their floors. With levels
+        """Add the fitting (ZeRO, recompute, offload) options of one shape (b: its base_of) and micro-batch;
+        False if none fits. With variants_of_shape (the coarse pass), each also gets their floors. With levels
         ({(zero, offload): first recompute index that fitted the coarse layout}), a variant tries
         only those: memory grows with the micro-batch and the virtual stages (activations per
         micro-batch, chunks in flight), so what did not fit the coarse layout cannot fit it.
@@ -404,13 +404,10 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
                         result.examined += 1
                     return at[i]
 
-                def fits_at(i: int, sized_at=sized_at) -> bool:
-                    s_ = sized_at(i)[1]
-                    return s_.fits and s_.host_fits
-
                 # Memory only shrinks with more recompute: when the first level does not fit, the most
                 # frugal one decides whether any does; then the least level that fits, by bisection.
-                if fits_at(start):
+                sized = at[start][1]
+                if sized.fits and sized.host_fits:
                     lo, hi = first, start            # hi fits
                 else:
                     frugal, sized = sized_at(top)
@@ -429,7 +426,8 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
                     lo, hi = start + 1, top
                 while lo < hi:
                     mid = (lo + hi) // 2
-                    if fits_at(mid):
+                    sized = sized_at(mid)[1]
+                    if sized.fits and sized.host_fits:
                         hi = mid
                     else:
                         lo = mid + 1
@@ -438,11 +436,11 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
                 shape_fits = True
                 if threshold is not None:
                     # larger micro-batches of this shape and vpp need at least this level (try_variant)
-                    needed.setdefault((base_of(shape), shape.vpp, zero, offload), []).append((mbs, hi))
+                    needed.setdefault((b, shape.vpp, zero, offload), []).append((mbs, hi))
                     if hi > first:
                         floor = floor_of(sized_at(hi)[1], (mbs, shape.vpp))
                         if floor > threshold:
-                            parked.setdefault((base_of(shape), mbs, shape.vpp), []).append((floor, sized_at, hi, top))
+                            parked.setdefault((b, mbs, shape.vpp), []).append((floor, sized_at, hi, top))
                             if offload == "none":
                                 break
                             continue
@@ -470,7 +468,7 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
         mbs = variants[b][0][0]                                  # the smallest legal micro-batch
         n = len(found)
         tried.add((b, mbs, 1))
-        if explore(shape, mbs, variants[b]):
+        if explore(shape, b, mbs, variants[b]):
             fitting = found[n:]
             probe[b] = fitting[0].layout
             if len(fitting) == 1:                   # the usual case: one (ZeRO, offload) option fits
@@ -517,7 +515,7 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
             if hit[1] > threshold:
                 return                           # not tried: a larger threshold may come back to it
         tried.add(key)
-        if not explore(by_vpp[b, vpp], mbs, None, start, threshold):
+        if not explore(by_vpp[b, vpp], b, mbs, None, start, threshold):
             failed[b, vpp] = mbs
 
     def refine(b: tuple, threshold: float) -> None:
