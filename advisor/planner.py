@@ -606,7 +606,7 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
                 return reach if floor <= reach else None
             if floor > band_now:
                 return None
-            key = favourable.get((b, mbs, vpp)) or favourable_key(b, mbs, vpp)    # (its lookup inline)
+            key = favourable_key(b, mbs, vpp)
             return band_now if (key, floor) <= (_tie_break(entry, ties), entry.step_time) else None
 
         before = len(found)
