@@ -250,6 +250,7 @@ SCANS: list[tuple[str, list]] = [
     ("fp8_efficiency", [0.45, 0.5, 0.55, 0.6, 0.65]),
     ("gemm_overhead", [0.0, 5e-6, 1e-5, 2e-5, 4e-5]),
     ("network_efficiency", [0.7, 0.8, 0.9]),
+    ("tp_overlap_efficiency", [0.6, 0.7, 0.8, 0.9, 0.95]),
 ]
 
 
