@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .errors import InputError
-from .estimate.context import megatron_split
+from .estimate.context import megatron_split, virtual_stage_layers
 from .layout import Layout
 from .specs import Cluster, Model, Training
 
@@ -157,6 +157,9 @@ MEGATRON_FLAGS: dict[str, MegatronFlag] = dict([
     _f("--decoder-first-pipeline-num-layers", "int", f"{_DIST}, {_W(144)}",
        note="with --decoder-last-pipeline-num-layers: an uneven split, the middle stages even (M8)"),
     _f("--decoder-last-pipeline-num-layers", "int", f"{_DIST}, {_W(144)}"),
+    _f("--pipeline-model-parallel-layout", "str", f"{_DIST}, {_W(144)}",
+       note="layers per (virtual) stage, stages split by '|': E embedding, t decoder layer, m MTP, L loss; "
+       "an interleaved split the two flags above cannot say (M8)"),
     _f("--num-layers-per-virtual-pipeline-stage", "int", f"{_DIST}, {_W(144)}",
        note="at most one of it, --num-virtual-stages-per-pipeline-rank, --pipeline-model-parallel-layout (M8)"),
     _f("--num-virtual-stages-per-pipeline-rank", "int", f"{_DIST}, {_W(144)}", emitted=False),
@@ -283,17 +286,33 @@ def _resolved(layout: Layout, training: Training, cluster: Cluster) -> _Batch:
 
 
 def _layers_per_virtual_stage(layout: Layout, model: Model) -> int | None:
+    """--num-layers-per-virtual-pipeline-stage, when every chunk has the same layers; else None
+    (no virtual stages, or a split only _pipeline_layout can say)."""
     if layout.vpp == 1:
         return None
     if layout.pp == 1:
         raise InputError("Layout.vpp", layout.vpp, "1 when pp is 1", "virtual stages interleave pipeline ranks")
     chunks = layout.pp * layout.vpp
-    if model.layers % chunks:
+    return None if model.layers % chunks else model.layers // chunks
+
+
+def _pipeline_layout(layout: Layout, model: Model) -> str | None:
+    """--pipeline-model-parallel-layout for an interleaved split with unequal chunks: the split the
+    cost model estimated (context.virtual_stage_layers), one '|'-separated stage per virtual stage
+    in model order, the embedding first, the MTP layers and the loss last, each layer written out."""
+    if layout.vpp == 1 or layout.pp == 1 or _layers_per_virtual_stage(layout, model) is not None:
+        return None
+    sizes = virtual_stage_layers(model.layers, layout.pp, layout.vpp)
+    if sizes is None:
+        split = megatron_split(model.layers, layout.pp)
         raise InputError(
-            "Layout.vpp", layout.vpp, f"a value with layers({model.layers}) divisible by pp*vpp",
-            f"layers({model.layers}) % (pp({layout.pp}) * vpp({layout.vpp}) = {chunks}) = {model.layers % chunks}",
-        )
-    return model.layers // chunks
+            "Layout.vpp", layout.vpp, "at most the layers of the lightest pipeline stage (one per chunk)",
+            f"layers({model.layers}) over pp({layout.pp}): "
+            + (f"the lightest stage holds {min(split)}" if split else "no split Megatron can run"))
+    stages = ["t" * n for n in sizes]
+    stages[0] = "E" + stages[0]
+    stages[-1] += "m" * (model.mtp_layers or 0) + "L"
+    return "|".join(stages)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -397,8 +416,11 @@ def megatron_args(layout: Layout, model: Model, training: Training, cluster: Clu
     # -- parallelism
     add("--tensor-model-parallel-size", layout.tp)
     add("--pipeline-model-parallel-size", layout.pp)
+    pipeline_layout = _pipeline_layout(layout, model)
     uneven = _uneven_split(layout, model)
-    if uneven is not None:
+    if pipeline_layout is not None:
+        add("--pipeline-model-parallel-layout", pipeline_layout)   # (it says the first/last split too)
+    elif uneven is not None:
         add("--decoder-first-pipeline-num-layers", uneven[0])
         add("--decoder-last-pipeline-num-layers", uneven[1])
     per_vstage = _layers_per_virtual_stage(layout, model)

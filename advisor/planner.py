@@ -109,12 +109,15 @@ def _even_or_expressible(layers: int, pp: int) -> bool:
 
 
 def _vpp_options(layers: int, pp: int) -> list[int]:
-    """1, plus a few virtual-stage counts that split each rank's layers evenly (Megatron M8/M9).
-    Megatron's MoE guide recommends 'a middle value' of the divisors of L/PP."""
-    if pp < 2 or layers % pp:
+    """1, plus a few virtual-stage counts that split the (middle) ranks' layers evenly (Megatron M8/M9).
+    Megatron's MoE guide recommends 'a middle value' of the divisors of L/PP. With lighter first and
+    last stages (megatron_split) the count is capped at their layers, so that every chunk holds one:
+    context.virtual_stage_layers, which the Megatron export writes as --pipeline-model-parallel-layout
+    (126 layers on PP 16, Llama 3's split 7 | 8 x 14 | 7, interleave as 3 | 4 x 30 | 3 with vpp 2)."""
+    split = megatron_split(layers, pp) if pp >= 2 else None
+    if split is None:
         return [1]
-    per_stage = layers // pp
-    divs = [d for d in _divisors(per_stage) if d > 1]
+    divs = [d for d in _divisors(max(split)) if 1 < d <= min(split)]
     if not divs:
         return [1]
     picks = sorted({divs[0], divs[len(divs) // 2], divs[-1]})

@@ -248,6 +248,32 @@ def test_megatron_uneven_pipeline_gets_first_and_last_stage_flags():
         ex.megatron_args(layout.model_copy(update={"pp": 20}), model, training, Cluster(gpu="H100", gpus=1280))
 
 
+def test_megatron_uneven_interleaved_pipeline_gets_an_explicit_layout():
+    """126 layers on pp 16 with vpp 2: the ranks keep Llama 3's 7 | 8 x 14 | 7 and split it into two
+    chunks each (3 + 4 on the first rank, embedding side small; 4 + 3 on the last, loss side small),
+    which only --pipeline-model-parallel-layout can say (M8); it replaces the first/last flags."""
+    model = Model.preset("llama-3.1-405b")
+    layout = Layout(tp=8, pp=16, dp=8, vpp=2, sp=True, zero_stage=1, micro_batch_size=1, num_microbatches=64)
+    training = Training(seq_len=8192, global_batch_size=512)
+    args = ex.megatron_args(layout, model, training, Cluster(gpu="H100", gpus=1024))
+    ns = parse(args)
+    stages = ns.pipeline_model_parallel_layout.split("|")
+    assert len(stages) == 32 and stages[0] == "E" + "t" * 3 and stages[-1] == "t" * 3 + "L"
+    assert sum(st.count("t") for st in stages) == 126
+    per_rank = [sum(stages[j * 16 + k].count("t") for j in range(2)) for k in range(16)]
+    assert per_rank == [7] + [8] * 14 + [7]
+    assert ns.decoder_first_pipeline_num_layers is None and ns.num_layers_per_virtual_pipeline_stage is None
+    # DeepSeek-V3's MTP layer sits with the loss; 61 layers: 3 | 4 x 14 | 2, two chunks per rank
+    ns = parse(ex.megatron_args(layout.model_copy(update={"ep": 8, "etp": 1}), Model.preset("deepseek-v3"),
+                                training, Cluster(gpu="H100", gpus=1024)))
+    stages = ns.pipeline_model_parallel_layout.split("|")
+    assert stages[-1].endswith("mL") and sum(st.count("t") for st in stages) == 61
+    # more chunks than the lightest stage's layers (2 on DeepSeek-V3's last rank) cannot be laid out
+    with pytest.raises(advisor.InputError, match=r"Layout\.vpp[\s\S]*lightest stage holds 2"):
+        ex.megatron_args(layout.model_copy(update={"ep": 8, "etp": 1, "vpp": 4}), Model.preset("deepseek-v3"),
+                         training, Cluster(gpu="H100", gpus=1024))
+
+
 def test_megatron_qwen3_gets_qk_layernorm_and_its_head_size():
     """Qwen3 normalises each query and key head and its heads are not hidden / heads wide: without
     --qk-layernorm and --kv-channels Megatron would build another model."""
@@ -260,8 +286,12 @@ def test_megatron_qwen3_gets_qk_layernorm_and_its_head_size():
 
 
 def test_megatron_refuses_what_it_cannot_express():
-    with pytest.raises(advisor.InputError, match=r"Layout\.vpp[\s\S]*% \(pp\(2\) \* vpp\(3\) = 6\) = 2"):
-        ex.megatron_args(TP8_PP2.model_copy(update={"vpp": 3}), LLAMA70, T70, H100_64)
+    # 40 layers per rank in 3 chunks (13 + 13 + 14 on the first, 14 + 13 + 13 on the last) is a layout, not --num-layers-per-virtual-pipeline-stage;
+    # 41 chunks of 40 layers would leave one empty
+    ns = parse(ex.megatron_args(TP8_PP2.model_copy(update={"vpp": 3}), LLAMA70, T70, H100_64))
+    assert [st.count("t") for st in ns.pipeline_model_parallel_layout.split("|")] == [13, 14, 13, 13, 14, 13]
+    with pytest.raises(advisor.InputError, match=r"Layout\.vpp[\s\S]*lightest stage holds 40"):
+        ex.megatron_args(TP8_PP2.model_copy(update={"vpp": 41}), LLAMA70, T70, H100_64)
     with pytest.raises(advisor.InputError, match=r"Layout\.offload"):
         ex.megatron_args(TP8_PP2.model_copy(update={"offload": "optimizer+params"}), LLAMA70, T70, H100_64)
     bloom = Model.preset("bloom-176b")

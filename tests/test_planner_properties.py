@@ -75,3 +75,21 @@ def test_more_gpu_memory_never_means_more_aggressive_memory_saving(gpu, gpus, mo
         assert big.layout.zero_stage <= small.layout.zero_stage, (small.layout.id, big.layout.id)
     assert RECOMPUTE.index(big.layout.recompute) <= RECOMPUTE.index(small.layout.recompute), (small.layout, big.layout)
     assert OFFLOAD.index(big.layout.offload) <= OFFLOAD.index(small.layout.offload)
+
+
+def test_virtual_stages_are_offered_for_uneven_splits_that_megatron_can_lay_out():
+    """Llama 3's 126 layers on PP 16 (7 | 8 x 14 | 7) interleave with 2 or 4 chunks per rank (every
+    chunk holds a layer); DeepSeek-V3's 61 (3 | 4 x 14 | 2) with 2; even splits keep the divisors of
+    L / PP; no split, no virtual stages."""
+    from advisor.estimate.context import virtual_stage_layers
+    from advisor.planner import _vpp_options
+
+    assert _vpp_options(126, 16) == [1, 2, 4]
+    assert _vpp_options(61, 16) == [1, 2]
+    assert _vpp_options(80, 4) == [1, 2, 5]
+    assert _vpp_options(126, 20) == [1]
+    for layers in (32, 61, 80, 94, 96, 126):
+        for pp in (2, 3, 4, 6, 8, 12, 16):
+            for vpp in _vpp_options(layers, pp)[1:]:
+                chunks = virtual_stage_layers(layers, pp, vpp)
+                assert chunks is not None and min(chunks) >= 1 and sum(chunks) == layers, (layers, pp, vpp)

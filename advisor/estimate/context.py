@@ -64,6 +64,27 @@ def megatron_split(layers: int, pp: int) -> list[int] | None:
     return [rest - last] + [m] * (pp - 2) + [last]
 
 
+def virtual_stage_layers(layers: int, pp: int, vpp: int) -> list[int] | None:
+    """Transformer layers per virtual pipeline stage, in model order (virtual stage i is model chunk
+    i // pp of pipeline rank i % pp, Megatron's interleaved order), for an interleaved schedule over
+    megatron_split's per-rank totals: each rank's layers in vpp chunks as even as can be, the
+    smaller ones where the embedding (first rank, first chunk) and the loss (last rank, last chunk)
+    sit. Even splits give L / (pp * vpp) everywhere (--num-layers-per-virtual-pipeline-stage);
+    others need --pipeline-model-parallel-layout, which takes any per-stage counts (Megatron-LM
+    arguments.py, _add_distributed_args). None when a rank has fewer layers than chunks."""
+    split = megatron_split(layers, pp)
+    if split is None or min(split) < vpp:
+        return None
+    chunks = []
+    for k, total in enumerate(split):
+        base, extra = divmod(total, vpp)
+        sizes = [base + 1] * extra + [base] * (vpp - extra)      # larger first ...
+        if k == 0:
+            sizes.reverse()                                      # ... but the embedding's chunk small
+        chunks.append(sizes)
+    return [chunks[i % pp][i // pp] for i in range(pp * vpp)]
+
+
 def stage_layers(layers: int, pp: int) -> list[int]:
     """Transformer layers per pipeline stage: megatron_split's where it exists; otherwise the remainder
     goes to the middle stages first, then the last, then the first (an approximation of a custom
