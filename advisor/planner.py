@@ -20,7 +20,7 @@
 3. Rank. Every survivor gets a step time; the fastest step wins, except that candidates within
    `NEAR_TIE` of the fastest are ordered by `_tie_break` (with the rules' "ep_over_tp" for MoE, less
    TP; with "tp_before_pp", more TP inside the NVLink domain; then more memory headroom; less CP; then
-   fewer parallel dimensions, smaller model parallelism, even pipeline split, no VPP, lower ZeRO stage, less
+   fewer parallel dimensions, an even pipeline split, smaller model parallelism, no VPP, lower ZeRO stage, less
    recompute), because the estimate is not that precise. The audit's legality rules then have the last word on each pick.
 """
 
@@ -231,8 +231,9 @@ def _tie_break(cand: _Candidate, ties: _Ties) -> tuple:
     "tp_before_pp" (seed row 2 "TP first, then PP"; Narayanan takeaway #1: TP up to the server, then
     PP): more TP inside the NVLink domain (fastest links, no bubble), then memory headroom (robust to
     estimate error, the way expert-chosen layouts leave room), then simplicity.
-    Then less CP, then simplicity: fewer parallel dimensions, smaller model parallelism, even pipeline
-    split, no VPP, less offload, lower ZeRO stage, less recompute, fewer stages, larger micro-batch.
+    Then less CP, then simplicity: fewer parallel dimensions, an even pipeline split (the framework's
+    default, no per-stage layer flags), smaller model parallelism, no VPP, less offload, lower ZeRO
+    stage, less recompute, fewer stages, larger micro-batch.
     CP comes after TP and headroom, not first: the rules enable it only for long sequences, where
     Megatron-LM's guide recommends it (its reference table: TP4 PP4 CP2 for a 70B model at 8K on 64
     GPUs), but among equals the smaller ring (its KV exchange crosses nodes) is the safer bet."""
@@ -246,7 +247,7 @@ def _tie_break(cand: _Candidate, ties: _Ties) -> tuple:
 
 
 def _tie_key(tp, pp, cp, ep, vpp, offload, zero, recompute, mbs, crowded, ties: _Ties) -> tuple:
-    simplicity = ((tp > 1) + (pp > 1) + (cp > 1) + (ep > 1), tp * pp * cp, ties.layers % pp != 0, vpp,
+    simplicity = ((tp > 1) + (pp > 1) + (cp > 1) + (ep > 1), ties.layers % pp != 0, tp * pp * cp, vpp,
                   _OFFLOAD_RANK[offload], zero, _RECOMPUTE_RANK[recompute], pp, -mbs)
     if ties.order == "ep_over_tp":
         # the all-to-all group is ep x etp consecutive ranks; the planner's MoE shapes use etp 1 (_shapes)
