@@ -453,10 +453,8 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
                     break                                        # offload only when nothing fits
         return shape_fits
 
-    base = base_of
-
     # Coarse pass: every shape at plain 1F1B and its smallest legal micro-batch.
-    shapes = [(shape, base(shape)) for shape in _shapes(cluster, model, training, decisions, strategy, framework)]
+    shapes = [(shape, base_of(shape)) for shape in _shapes(cluster, model, training, decisions, strategy, framework)]
     variants: dict[tuple, list[tuple[int, int]]] = {}    # base -> its (micro-batch, vpp) options, M10/M11
     for shape, b in shapes:
         for mbs in mbs_options:
@@ -514,7 +512,8 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
             hit = level_floors.get(key)
             if hit is None or hit[0] != level:
                 layout = build_unchecked(Layout, dict(probe[b].__dict__, micro_batch_size=mbs, vpp=vpp,
-                                                      num_microbatches=gbs // (mbs * b[4]), recompute=recomputes[level]))
+                                                      num_microbatches=gbs // (mbs * b[4]),
+                                                      recompute=recomputes[level]))
                 hit = level_floors[key] = (level, floor_of_layout(cluster, model, layout, training, assumptions))
             if hit[1] > threshold:
                 return                           # not tried: a larger threshold may come back to it

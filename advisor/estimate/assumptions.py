@@ -174,8 +174,9 @@ class Assumptions(BaseModel):
     no FLOPs. Element-wise work is a third of `elementwise_traffic` per byte the module stores (one
     forward of forward + backward). The TP collectives inside "mlp", "moe" and "shared_experts" run
     again too (comm.tp_plan), and so does the CP ring's forward exchange for "core_attn"
-    (comm.cp_plan). Not charged: the second re-run Megatron-Core's nested checkpoints give "shared_experts" / "moe_act" when "moe" is also set, which keeps every set of
-    modules at or below full recompute's cost."""
+    (comm.cp_plan). Not charged: the second re-run Megatron-Core's nested checkpoints give
+    "shared_experts" / "moe_act" when "moe" is also set, which keeps every set of modules at or below
+    full recompute's cost."""
 
     fp8_activation_bytes: float = Field(1.0, gt=0)
     """Bytes per saved element of linear-layer inputs (QKV, out-proj, FC1, FC2) when precision is fp8:

@@ -448,9 +448,9 @@ def variant_floors(c: Ctx, A, T: dict, variants) -> dict:
 
 def shape_floor(c: Ctx, A, variants) -> float:
     """A lower bound on the step time of every layout that differs from c's only by a (b, v) in
-    `variants`, its ZeRO stage or offload and as much or more recompute, computed from c alone (no time_terms): variant_floors' bound at c's recompute level,
-    over every stage that can be the slowest (c.candidates), with the optimizer step dropped as
-    >= 0. The planner uses it for a variant whose sizing showed that it needs more recompute than the
+    `variants`, its ZeRO stage or offload and as much or more recompute, computed from c alone (no
+    time_terms): variant_floors' bound at c's recompute level, over every stage that can be the
+    slowest (c.candidates), with the optimizer step dropped as >= 0. The planner uses it for a variant whose sizing showed that it needs more recompute than the
     coarse layout its floor came from; tests/test_planner_refine.py checks it against the variants."""
     return min(_floors(c, A, variants, None, 0.0).values())
 
