@@ -16,6 +16,7 @@ Targets (issue 5): TP >= 70%, (TP, PP) >= 55%, published shape in the top 5 for 
 
 from __future__ import annotations
 
+import re
 import statistics
 import sys
 import time
@@ -43,18 +44,23 @@ def _source(rec_id: str) -> str:
 
 
 # Site rules for records whose framework lacked a capability the planner otherwise assumes, keyed by
-# benchmarks/published.py's framework kind. Applied only in the "capabilities" pass.
+# _era (benchmarks/published.py's framework kind, refined). Applied only in the "capabilities" pass.
 ERA_RULES = {
     "megatron-legacy": (ERA / "megatron-before-distributed-optimizer.toml",),
     "megatron-2019": (ERA / "megatron-before-distributed-optimizer.toml", ERA / "megatron-2019-tensor-parallel-only.toml"),
+    "hf-stack": (ERA / "hf-trl-sharded-data-parallel-only.toml",),
 }
 
 
 def _era(rec) -> str:
-    """benchmarks/published.py's framework kind, with Megatron-LM's 2019 release apart (no PP yet)."""
+    """benchmarks/published.py's framework kind, with Megatron-LM's 2019 release apart (no PP yet) and
+    the Hugging Face stack (TRL, Accelerate, the Trainer: ZeRO or FSDP only) named on its own."""
     kind = _framework_kind(rec.raw)
-    if kind == "megatron-legacy" and "(2019)" in (rec.raw["training"].get("framework") or ""):
+    framework = rec.raw["training"].get("framework") or ""
+    if kind == "megatron-legacy" and "(2019)" in framework:
         return "megatron-2019"
+    if re.search(r"\bTRL\b|Accelerate|Hugging Face Trainer", framework):
+        return "hf-stack"
     return kind
 
 
@@ -122,7 +128,8 @@ def main(argv: list[str]) -> int:
     summary(plain, "As the issue states it: recommend(cluster, model, seq, global batch) with the record's "
                    "framework assumptions, and no other input")
     summary(rows, "With the record's framework capabilities: also a site rule where the framework lacked "
-                  "one (pre-2022 Megatron-LM: no distributed optimizer; 2019: no PP either; benchmarks/era/)")
+                  "one (pre-2022 Megatron-LM: no distributed optimizer; 2019: no PP either; TRL / Accelerate / "
+                  "the HF Trainer: ZeRO or FSDP only; benchmarks/era/)")
     by_source = defaultdict(list)
     for r in rows:
         by_source[r["source"]].append(r)

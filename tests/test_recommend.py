@@ -224,6 +224,23 @@ def test_era_site_rules_of_the_planner_benchmark_bind():
     assert no_pp.layout is None or no_pp.layout.pp == 1
 
 
+def test_hf_stack_site_rule_keeps_sharded_data_parallelism():
+    """benchmarks/era/hf-trl-sharded-data-parallel-only.toml: the alignment-handbook's Zephyr 141B
+    (Mixtral 8x22B) ORPO run on 32 H100s used FSDP alone. Unconstrained, the cost model moves that
+    job to Megatron TP x PP x EP (ZeRO-3's per-layer gathers of 141B parameters are slow); under the
+    rule only ZeRO/FSDP layouts remain, and one of them fits."""
+    from pathlib import Path
+    rule = Path(__file__).resolve().parents[1] / "benchmarks" / "era" / "hf-trl-sharded-data-parallel-only.toml"
+    args = (Cluster(gpu="H100-SXM-80GB", gpus=32), "mixtral-8x22b", Training(seq_len=2048, global_batch_size=32))
+    free = advisor.recommend(*args)
+    assert free.framework == "megatron" and free.layout.tp * free.layout.pp * free.layout.ep > 1
+    hf = advisor.recommend(*args, rules=(rule,))
+    assert "era.hf-trl-sharded-data-parallel-only" in hf.trace.fired()
+    assert hf.framework == "deepspeed" and hf.layout.zero_stage == 3
+    assert (hf.layout.tp, hf.layout.pp, hf.layout.cp, hf.layout.ep) == (1, 1, 1, 1)
+    assert all((a.layout.tp, a.layout.pp, a.layout.cp, a.layout.ep) == (1, 1, 1, 1) for a in hf.alternatives)
+
+
 def test_a_clearly_faster_tp_pp_layout_overrides_the_zero_first_preference():
     """<= 32 GPUs: the rules prefer ZeRO (simpler), but the preference only holds among near-ties.
     70B on 16 H100s only fits ZeRO-3 with offload; Megatron TP x PP is estimated far faster."""
