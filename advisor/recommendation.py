@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .auditor import Finding
 from .estimate import Estimate
+from .estimate.context import stage_layers, virtual_stage_layers
 from .layout import Framework, Layout
 from .specs import Cluster, Model, Training
 from .trace import Trace
@@ -42,6 +43,40 @@ def estimate_lines(est: Estimate) -> list[str]:
     if comm:
         lines.append(f"Communication per step (before overlap): {comm}")
     return lines
+
+
+def _runs(sizes: list[int]) -> str:
+    """7 | 8 x14 | 7: a split with its repeats folded."""
+    runs: list[list[int]] = []
+    for n in sizes:
+        if runs and runs[-1][0] == n:
+            runs[-1][1] += 1
+        else:
+            runs.append([n, 1])
+    return " | ".join(f"{n} x{k}" if k > 1 else str(n) for n, k in runs)
+
+
+def pipeline_line(layout: Layout, model: Model) -> str | None:
+    """The layers per pipeline stage the estimate assumed (context.stage_layers) and, for Megatron-LM,
+    the flags that make the framework run that split; None without a pipeline."""
+    if layout.pp == 1:
+        return None
+    split = stage_layers(model.layers, layout.pp)
+    even = len(set(split)) == 1
+    text = f"Pipeline: {model.layers} layers over {layout.pp} stages" + (f" of {split[0]}" if even else f", {_runs(split)}")
+    megatron = layout.framework == "megatron"
+    chunks = virtual_stage_layers(model.layers, layout.pp, layout.vpp) if layout.vpp > 1 else None
+    if chunks and len(set(chunks)) == 1:
+        text += f"; {layout.vpp} virtual stages of {chunks[0]} per rank"
+        if megatron:
+            text += f" (--num-layers-per-virtual-pipeline-stage {chunks[0]})"
+    elif chunks:
+        text += f"; each rank in {layout.vpp} virtual stages of {min(chunks)}-{max(chunks)} layers"
+        if megatron:
+            text += " (--pipeline-model-parallel-layout, which the Megatron export writes)"
+    elif not even and megatron:
+        text += f" (--decoder-first-pipeline-num-layers {split[0]} --decoder-last-pipeline-num-layers {split[-1]})"
+    return text
 
 
 class ChecklistItem(BaseModel):
@@ -102,6 +137,9 @@ class Recommendation(BaseModel):
             if lay.offload != "none":
                 extras.append(f"offload {lay.offload} to {lay.offload_device}")
             lines.append(f"Recommendation: {self.framework}  {lay.id}  ({', '.join(extras)})")
+            pipeline = pipeline_line(lay, m)
+            if pipeline:
+                lines.append(pipeline)
         if self.estimates is not None:
             lines += ["", *estimate_lines(self.estimates)]
         fired = [e for e in self.trace.events if e.op == "fire"]
@@ -125,7 +163,10 @@ class Recommendation(BaseModel):
                 lines.append(f"  - {a.layout.id} ({format_bytes(a.memory_total)} per GPU): {a.reason}")
         if self.findings:
             lines += ["", "Audit of the choice:"]
-            lines += [f"  {f.severity}: {f.message} [{f.rule_id}]" for f in self.findings]
+            for f in self.findings:
+                lines.append(f"  {f.severity}: {f.message} [{f.rule_id}]")
+                if f.severity != "info":
+                    lines.append(f"      fix: {f.fix}")
         if self.checklist:
             lines += ["", "Checklist:"]
             lines += [f"  {i}. {item.text}  [{item.rule_id}]" for i, item in enumerate(self.checklist, 1)]

@@ -5,7 +5,7 @@ import json
 import pytest
 
 import advisor
-from advisor import Cluster, Model, Training
+from advisor import Cluster, Layout, Model, Training
 from advisor.api import recommend_with_ranking
 from advisor.rulebook import builtin_rulebook
 
@@ -286,3 +286,32 @@ def test_widened_to_model_parallel_the_choice_is_not_its_own_alternative():
     rejected = [e.message for e in rec.trace.events if e.op == "reject" and e.candidate == "zero-dp"]
     assert rejected == ["family zero-dp: no ZeRO layout is legal: global batch 256 vs micro-batch x data-parallel "
                         "ranks on 512 GPUs (DeepSpeed's batch identity), within the rules' limits"]
+
+
+def test_explain_shows_the_pipeline_split_and_the_flags_that_run_it():
+    """The estimate assumes a split of the layers over the stages; the answer must show it and the
+    Megatron-LM flags that make the framework run it, and every warning must carry its remedy."""
+    from advisor.estimate.context import stage_layers, virtual_stage_layers
+    from advisor.recommendation import pipeline_line
+
+    llama = Model.preset("llama-3.1-405b")                       # 126 layers
+    line = pipeline_line(Layout(framework="megatron", tp=8, pp=16, dp=64, vpp=1), llama)
+    assert stage_layers(126, 16) == [7] + [8] * 14 + [7]
+    assert line == ("Pipeline: 126 layers over 16 stages, 7 | 8 x14 | 7 "
+                    "(--decoder-first-pipeline-num-layers 7 --decoder-last-pipeline-num-layers 7)")
+    interleaved = pipeline_line(Layout(framework="megatron", tp=8, pp=16, dp=64, vpp=4), llama)
+    assert sorted(set(virtual_stage_layers(126, 16, 4))) == [1, 2]
+    assert interleaved.endswith("each rank in 4 virtual stages of 1-2 layers "
+                                "(--pipeline-model-parallel-layout, which the Megatron export writes)")
+    gpt3 = Model.preset("gpt-3-175b")                            # 96 layers
+    assert pipeline_line(Layout(framework="megatron", tp=8, pp=4, dp=32, vpp=2), gpt3) == (
+        "Pipeline: 96 layers over 4 stages of 24; 2 virtual stages of 12 per rank "
+        "(--num-layers-per-virtual-pipeline-stage 12)")
+    assert pipeline_line(Layout(framework="megatron", tp=8, pp=1, dp=32), gpt3) is None
+
+    rec = advisor.recommend(Cluster(gpu="H100-SXM-80GB", gpus=2048), "deepseek-v3",
+                            Training(seq_len=4096, global_batch_size=4096))
+    text = rec.explain()
+    assert pipeline_line(rec.layout, rec.model) in text
+    warnings = [f for f in rec.findings if f.severity == "warning"]
+    assert warnings and all(f"      fix: {f.fix}" in text for f in warnings)
