@@ -81,6 +81,9 @@ class PlanResult:
     """Every layout that fit, best first (before the audit's check), for benchmarks and tools."""
     blocked_by: tuple[str, str] | None = None
     """(rule id, message) when layouts fit but the audit's legality rules refused every one."""
+    logged: set[tuple] = field(default_factory=set)
+    """(framework, tp, pp, cp, ep, ZeRO stage, offload) already rejected for memory in the trace: a
+    second search (with offload allowed) sizes the same options again and must not repeat them."""
 
 
 class _Shape(NamedTuple):   # a NamedTuple: several times cheaper to build than a frozen dataclass
@@ -321,7 +324,8 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
     sp = "sp" in decisions.features
     found: list[_Candidate] = []
     closest = None
-    logged: set[tuple] = set()
+    logged = result.logged
+    n_logged = [0]                           # memory rejections written by this search (capped)
     # the best step time in the group the choice is made in (layouts with headroom, else all)
     best, roomy_seen = [float("inf")], [False]
     level_hint: list[int | None] = [None]    # the recompute level the last explored layout needed
@@ -419,10 +423,11 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
                         last_fitted[0] = False
                         if closest is None or sized.total < closest[1].total:
                             closest = (frugal, sized)
-                        key = (shape.tp, shape.pp, shape.cp, shape.ep, zero, offload)
+                        key = (framework, shape.tp, shape.pp, shape.cp, shape.ep, zero, offload)
                         if mbs == mbs_options[0] and shape.vpp == 1 and key not in logged \
-                                and len(logged) < MAX_REJECT_EVENTS:
+                                and n_logged[0] < MAX_REJECT_EVENTS:
                             logged.add(key)
+                            n_logged[0] += 1
                             result.events.append((
                                 "reject", f"memory: {sized.total / 2**30:.1f} GiB per GPU > {sized.capacity / 2**30:.1f}"
                                           f" GiB even with recompute {recomputes[-1]}", frugal.id))
@@ -667,8 +672,9 @@ def _note_search(result: PlanResult, found: list[_Candidate], floors: dict, vari
                                   f"{MAX_MEMORY_UTILIZATION:.0%} of it, ranked last); ranked by estimated "
                                   f"step time; ties within {NEAR_TIE:.0%} go to {ties}", None))
     n_variants = sum(len(v) for b, v in variants.items() if b in floors)
-    result.events.append(("note", f"{len(floors)} shapes fit; {len([t for t in tried if t[0] in floors])} of their "
-                                  f"{n_variants} (micro-batch, vpp) variants sized; the others' floors (compute, "
+    shapes = "1 shape fits; {} of its" if len(floors) == 1 else f"{len(floors)} shapes fit; {{}} of their"
+    result.events.append(("note", shapes.format(len([t for t in tried if t[0] in floors])) +
+                                  f" {n_variants} (micro-batch, vpp) variants sized; the others' floors (compute, "
                                   f"unhidden communication, least bubble) cannot change the choice", None))
 
 

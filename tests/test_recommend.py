@@ -315,3 +315,17 @@ def test_explain_shows_the_pipeline_split_and_the_flags_that_run_it():
     assert pipeline_line(rec.layout, rec.model) in text
     warnings = [f for f in rec.findings if f.severity == "warning"]
     assert warnings and all(f"      fix: {f.fix}" in text for f in warnings)
+
+
+@pytest.mark.parametrize("cluster, model, training", [
+    (Cluster(gpu="A100-40GB", gpus=1), "llama-2-13b", Training(seq_len=2048, global_batch_size=8)),   # offload search
+    (Cluster(gpu="H200", gpus=512), "llama-2-7b", Training(seq_len=2048, global_batch_size=256)),     # widened
+    (Cluster(gpu="H100-SXM-80GB", gpus=16), "llama-2-70b", Training(seq_len=4096, global_batch_size=32)),  # moved
+    (Cluster(gpu="H100-SXM-80GB", gpus=64), "llama-3-70b", Training(seq_len=8192, global_batch_size=512)),
+])
+def test_the_trace_never_repeats_an_event(cluster, model, training):
+    """A second search (offload allowed, or the other family) sizes some options again; its memory
+    rejections must not be written twice (13B on one A100-40GB listed each ZeRO stage twice)."""
+    rec = advisor.recommend(cluster, model, training)
+    seen = [(e.op, e.message, e.candidate) for e in rec.trace.events]
+    assert len(seen) == len(set(seen)), [s for s in seen if seen.count(s) > 1]
