@@ -33,7 +33,7 @@ from typing import NamedTuple
 
 from ._unchecked import build_unchecked
 from .actions import Decisions
-from .estimate import estimate_of, floor_of, floor_of_layout, resize, size, step_and_floors, step_time_of
+from .estimate import Assumptions, estimate_of, floor_of, floor_of_layout, resize, size, step_and_floors, step_time_of
 from .estimate.context import megatron_split
 from .layout import Layout
 from .specs import Cluster, Model, Training
@@ -706,6 +706,19 @@ def _pick(ordered: list[_Candidate], check_fn, checked: dict, max_alternatives: 
     return chosen, alternatives, rejected
 
 
+def _offload_basis(layout: Layout, est, A: Assumptions) -> str:
+    """What an offloaded layout's time rests on: host figures the cost model assumes rather than
+    measures (Assumptions.pcie_bandwidth, cpu_adam_params_per_second, nvme_bandwidth), and how much of
+    the step they decide, so that a reader knows which of their own numbers to pass."""
+    figures = [f"PCIe {A.pcie_bandwidth / 1e9:.0f} GB/s per GPU (pcie_bandwidth)",
+               f"CPU Adam {A.cpu_adam_params_per_second:.2g} parameters/s per GPU (cpu_adam_params_per_second)"]
+    if layout.offload_device == "nvme":
+        figures.append(f"NVMe {A.nvme_bandwidth / 1e9:.0f} GB/s per GPU (nvme_bandwidth)")
+    return (f"The best offloaded layout, {layout.id}, spends {est.optimizer_time:.2f} s of its {est.step_time:.2f} s "
+            f"step in the optimizer and its transfers, at assumed host figures, not measured ones: "
+            + ", ".join(figures) + "; pass your hosts' figures as assumptions")
+
+
 def _other_family(cluster, model, training, decisions: Decisions, strategy: str, result: PlanResult,
                   check_fn, keep_ranking: bool, assumptions=None) -> None:
     """Evaluate the family the rules did not choose. A rule's zero-dp strategy is a preference for
@@ -798,7 +811,8 @@ def plan(cluster: Cluster, model: Model, training: Training, decisions: Decision
         chosen, closest = _search(*args, decisions, strategy, framework, result, check_fn,
                                   allow_offload=True, keep_ranking=keep_ranking, assumptions=assumptions)
         if chosen is not None:
-            result.events.append(("note", "nothing fits on the GPUs alone: ZeRO offload to host memory", None))
+            result.events.append(("note", "nothing fits on the GPUs alone: ZeRO offload to host memory. "
+                                  + _offload_basis(chosen[0], chosen[1], assumptions or Assumptions()), None))
     if chosen is None and strategy == "zero-dp":
         # ZeRO alone (even with offload) cannot hold the model: widen to TP/PP, and say so.
         if result.blocked_by:

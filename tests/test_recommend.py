@@ -329,3 +329,18 @@ def test_the_trace_never_repeats_an_event(cluster, model, training):
     rec = advisor.recommend(cluster, model, training)
     seen = [(e.op, e.message, e.candidate) for e in rec.trace.events]
     assert len(seen) == len(set(seen)), [s for s in seen if seen.count(s) > 1]
+
+
+def test_an_offloaded_answer_names_the_host_figures_it_rests_on():
+    """Offload time comes from host figures the cost model assumes (PCIe, CPU Adam, NVMe): the trace
+    says how much of the step they decide and which assumptions to override; overriding one moves
+    the estimate by what the note says it decides."""
+    args = (Cluster(gpu="A100-40GB", gpus=1), "llama-2-13b", Training(seq_len=2048, global_batch_size=8))
+    rec = advisor.recommend(*args)
+    assert rec.layout.offload != "none"
+    note = next(e.message for e in rec.trace.events if "offload to host memory" in e.message)
+    est = rec.estimates
+    assert f"spends {est.optimizer_time:.2f} s of its {est.step_time:.2f} s step" in note
+    assert "cpu_adam_params_per_second" in note and "pcie_bandwidth" in note and "not measured" in note
+    faster = advisor.recommend(*args, assumptions={"cpu_adam_params_per_second": 4e9})
+    assert faster.layout == rec.layout and faster.estimates.optimizer_time < est.optimizer_time
