@@ -128,6 +128,15 @@ def _zero_only_fits(cluster: Cluster, model: Model, layout: Layout, training: Tr
     return False
 
 
+def _finding_actions(book: RuleBook, fired: list[str]):
+    """(rule id, rule, finding action) of every finding the fired rules make, in firing order."""
+    for rule_id in fired:
+        rule = book.rules[rule_id]
+        for action in rule.spec.then:
+            if isinstance(action, FindingAction):
+                yield rule_id, rule, action
+
+
 def layout_findings(book: RuleBook, cluster: Cluster, model: Model, training: Training, layout: Layout,
                     memory, engine_name: str | None, zero_only_fits: bool = False,
                     trusted: bool = False) -> tuple[list[Finding], str]:
@@ -136,17 +145,11 @@ def layout_findings(book: RuleBook, cluster: Cluster, model: Model, training: Tr
 
     facts = build_layout_facts(cluster, model, training, layout, memory, zero_only_fits)
     fired, engine = evaluate_rules(book, facts, engine_name, scope="layout", trusted=trusted)
-    findings = []
-    for rule_id in fired:
-        rule = book.rules[rule_id]
-        for action in rule.spec.then:
-            if isinstance(action, FindingAction):
-                findings.append(Finding(
-                    rule_id=rule_id, rule_version=rule.spec.version, severity=action.severity,
-                    message=render_message(rule.spec.message, facts), fix=render_message(action.fix, facts),
-                    facts={f: facts[f.split(".")[0]][f.split(".")[1]] for f in rule.fields},
-                    references=[RuleReference(**r.model_dump()) for r in rule.spec.references],
-                ))
+    findings = [Finding(rule_id=rule_id, rule_version=rule.spec.version, severity=action.severity,
+                        message=render_message(rule.spec.message, facts), fix=render_message(action.fix, facts),
+                        facts={f: facts[f.split(".")[0]][f.split(".")[1]] for f in rule.fields},
+                        references=[RuleReference(**r.model_dump()) for r in rule.spec.references])
+                for rule_id, rule, action in _finding_actions(book, fired)]
     findings.sort(key=lambda f: _SEVERITY_ORDER[f.severity])     # stable: firing order within a severity
     return findings, engine
 
@@ -160,13 +163,8 @@ def layout_errors(book: RuleBook, cluster: Cluster, model: Model, training: Trai
 
     facts = build_layout_facts(cluster, model, training, layout, memory, situation=situation)
     fired, _ = evaluate_rules(book, facts, "python", scope="layout", trusted=True)
-    errors = []
-    for rule_id in fired:
-        rule = book.rules[rule_id]
-        for action in rule.spec.then:
-            if isinstance(action, FindingAction) and action.severity == "error":
-                errors.append((rule_id, render_message(rule.spec.message, facts)))
-    return errors
+    return [(rule_id, render_message(rule.spec.message, facts))
+            for rule_id, rule, action in _finding_actions(book, fired) if action.severity == "error"]
 
 
 def audit(cluster: Any, model: Any, layout: Any, training: Any = None, *, rules: tuple[str | Path, ...] = (),
