@@ -4,22 +4,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import advisor
-from advisor import GPU, Cluster, Model, Training, presets
+from advisor import GPU, Cluster, Training, presets
+from situations import situations  # tests/ is on sys.path (rootdir conftest)
 
-DENSE = ["llama-2-7b", "llama-2-13b", "llama-3-8b", "llama-3-70b", "qwen2.5-72b", "gpt-3-175b", "llama-2-70b"]
+DENSE = ("llama-2-7b", "llama-2-13b", "llama-3-8b", "llama-3-70b", "qwen2.5-72b", "gpt-3-175b", "llama-2-70b")
 RECOMPUTE = ["none", "selective", "full"]
 OFFLOAD = ["none", "optimizer", "optimizer+params"]
 PROPERTY = settings(max_examples=int(__import__("os").environ.get("PLANNER_EXAMPLES", "25")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@st.composite
-def dense_situations(draw):
-    gpu = draw(st.sampled_from(["A100-80GB", "H100-SXM-80GB", "H200", "B200"]))
-    gpus = draw(st.sampled_from([8, 16, 32, 64, 128, 256, 512]))
-    model = draw(st.sampled_from(DENSE))
-    seq = draw(st.sampled_from([2048, 4096]))
-    gbs = draw(st.sampled_from([512, 1024, 2048]))
-    return Cluster(gpu=gpu, gpus=gpus), Model.preset(model), Training(seq_len=seq, global_batch_size=gbs)
+def dense_situations():
+    """Dense models at pre-training sequence lengths: the cases the classic patterns speak of."""
+    return situations(models=DENSE, gpus=("A100-80GB", "H100-SXM-80GB", "H200", "B200"),
+                      sizes=(8, 16, 32, 64, 128, 256, 512), seqs=(2048, 4096), batches=(512, 1024, 2048))
 
 
 @PROPERTY

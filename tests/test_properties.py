@@ -4,21 +4,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import advisor
-from advisor import Cluster, Model, Training
-
-MODELS = ["llama-2-7b", "llama-2-13b", "llama-3-8b", "llama-3-70b", "mixtral-8x7b", "qwen2.5-7b", "gpt-3-175b"]
-GPUS = ["A100-40GB", "A100-80GB", "H100-SXM-80GB", "H200", "B200", "MI300X"]
-
-
-@st.composite
-def situations(draw):
-    gpu = draw(st.sampled_from(GPUS))
-    nodes_or_gpus = draw(st.sampled_from([1, 2, 4, 8, 16, 32, 64, 128, 256]))
-    model = draw(st.sampled_from(MODELS))
-    seq = draw(st.sampled_from([2048, 4096, 8192, 32768]))
-    gbs = draw(st.sampled_from([256, 512, 1024, 2048]))
-    return Cluster(gpu=gpu, gpus=nodes_or_gpus), Model.preset(model), Training(seq_len=seq, global_batch_size=gbs)
-
+from advisor import Cluster
+from advisor.estimate.context import megatron_split, stage_layers
+from situations import GPUS, MODELS, situations  # tests/ is on sys.path (rootdir conftest)
 
 PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -35,7 +23,10 @@ def test_layout_invariants(s):
     assert lay.tp * lay.pp * lay.cp * lay.dp == cluster.gpus
     assert lay.tp <= cluster.nvlink_domain
     assert model.heads % lay.tp == 0
-    assert model.layers % lay.pp == 0
+    # every stage holds layers, in a split the framework runs (Megatron: even, or lighter first/last)
+    assert sum(stage_layers(model.layers, lay.pp)) == model.layers and min(stage_layers(model.layers, lay.pp)) >= 1
+    if rec.framework == "megatron":
+        assert megatron_split(model.layers, lay.pp) is not None
     assert training.global_batch_size == lay.micro_batch_size * lay.num_microbatches * lay.dp
     assert rec.memory.fits
     if lay.sp:
