@@ -273,9 +273,26 @@ _TIE_WORDS = {"ep_over_tp": "less TP, EP x expert TP inside the NVLink domain, m
               "simplicity": "less CP, then simplicity"}
 
 
-def _why_lost(alt: _Candidate, chosen: _Candidate, fastest: float) -> str:
+# What each position of _tie_key prefers, per tie order, as the explanation names it: (words, the
+# layout fields it reads, shown as "alternative vs choice"). "memory" reads the memory share.
+_SIMPLICITY_WORDS = (("fewer parallel dimensions", ("tp", "pp", "cp", "ep")), ("an even pipeline split", ("pp",)),
+                     ("less model parallelism", ("tp", "pp", "cp")), ("fewer virtual stages", ("vpp",)),
+                     ("less offload", ("offload",)), ("a lower ZeRO stage", ("zero_stage",)),
+                     ("less recompute", ("recompute",)), ("fewer pipeline stages", ("pp",)),
+                     ("a larger micro-batch", ("micro_batch_size",)))
+_KEY_WORDS = {
+    "ep_over_tp": (("less TP", ("tp",)), ("EP over none", ("ep",)), ("the expert group inside the NVLink domain", ("ep",)),
+                   ("memory headroom", ("memory",)), ("less CP", ("cp",)), *_SIMPLICITY_WORDS),
+    "tp_before_pp": (("more TP inside the NVLink domain", ("tp",)), ("memory headroom", ("memory",)), ("less CP", ("cp",)),
+                     *_SIMPLICITY_WORDS),
+    "simplicity": (("less CP", ("cp",)), *_SIMPLICITY_WORDS),
+}
+
+
+def _why_lost(alt: _Candidate, chosen: _Candidate, fastest: float, tie_order: str) -> str:
     """Why `alt` ranks after `chosen`; `fastest` is the best step time of chosen's group, which the
-    near-tie band is measured from (the tie-break may have chosen a slightly slower layout)."""
+    near-tie band is measured from (the tie-break may have chosen a slightly slower layout). A near-tie
+    names the first preference of the tie order that tells the two apart, then the other differences."""
     a, c = alt.layout, chosen.layout
     ta, tc = alt.step_time, chosen.step_time
     ua, uc = alt.memory_share, chosen.memory_share
@@ -285,17 +302,27 @@ def _why_lost(alt: _Candidate, chosen: _Candidate, fastest: float) -> str:
     if ta > fastest * (1 + NEAR_TIE):
         behind = "" if fastest >= tc else f"; more than {NEAR_TIE:.0%} behind the fastest, {fastest:.2f} s"
         return f"slower: est. step {ta:.2f} s vs {tc:.2f} s ({ta / tc - 1:+.0%}){behind}"
+
+    def shown(name: str) -> str:
+        if name == "memory":
+            return f"memory {ua:.0%} vs {uc:.0%} of the GPU"
+        return f"{name} {getattr(a, name)} vs {getattr(c, name)}"
+
     diffs = []
     if (ua > COMFORTABLE_MEMORY) != (uc > COMFORTABLE_MEMORY):
-        diffs.append(f"memory {ua:.0%} vs {uc:.0%} of the GPU")
-    for name in ("tp", "pp", "cp", "ep", "vpp"):
-        if getattr(a, name) != getattr(c, name):
-            diffs.append(f"{name} {getattr(a, name)} vs {getattr(c, name)}")
-    for name in ("zero_stage", "recompute", "offload", "micro_batch_size"):
-        if getattr(a, name) != getattr(c, name):
-            diffs.append(f"{name} {getattr(a, name)} vs {getattr(c, name)}")
-    return (f"about as fast (est. step {ta:.2f} s vs {tc:.2f} s, within {NEAR_TIE:.0%}); the tie-break prefers "
-            f"the choice: " + ", ".join(diffs))
+        diffs.append("memory")
+    diffs += [n for n in ("tp", "pp", "cp", "ep", "vpp", "zero_stage", "recompute", "offload", "micro_batch_size")
+              if getattr(a, n) != getattr(c, n)]
+    words = _KEY_WORDS[tie_order]
+    at = next((i for i, (x, y) in enumerate(zip(alt.tie_key or (), chosen.tie_key or ())) if x != y), None)
+    head = f"about as fast (est. step {ta:.2f} s vs {tc:.2f} s, within {NEAR_TIE:.0%}); the tie-break prefers the choice"
+    if at is None or at >= len(words):           # same preference: the faster of the two goes first
+        return head + (f" as faster; it differs in " + ", ".join(map(shown, diffs)) if diffs else " as faster")
+    criterion, fields = words[at]
+    decisive = [n for n in diffs if n in fields]
+    rest = [n for n in diffs if n not in fields]
+    text = f"{head} for {criterion}" + (f" ({', '.join(map(shown, decisive))})" if decisive else "")
+    return text + (f"; it also differs in {', '.join(map(shown, rest))}" if rest else "")
 
 
 def _ordered(found: list[_Candidate], ties: _Ties) -> list[_Candidate]:
@@ -660,7 +687,7 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
         result.events.append(("note", f"every fitting layout uses more than {MAX_MEMORY_UTILIZATION:.0%} "
                                       "of GPU memory: expect little room for fragmentation", None))
     fastest = min(c.step_time for c in found if c.tight is chosen.tight)
-    result.alternatives += [Alternative(c.layout, c.estimate, _why_lost(c, chosen, fastest)) for c in alternatives]
+    result.alternatives += [Alternative(c.layout, c.estimate, _why_lost(c, chosen, fastest, ties.order)) for c in alternatives]
     return (chosen.layout, chosen.estimate), closest
 
 

@@ -344,3 +344,25 @@ def test_an_offloaded_answer_names_the_host_figures_it_rests_on():
     assert "cpu_adam_params_per_second" in note and "pcie_bandwidth" in note and "not measured" in note
     faster = advisor.recommend(*args, assumptions={"cpu_adam_params_per_second": 4e9})
     assert faster.layout == rec.layout and faster.estimates.optimizer_time < est.optimizer_time
+
+
+def test_a_near_tied_alternative_names_the_preference_that_decided_it():
+    """DeepSeek-V3 on 2,048 H100s: the runner-up uses less memory than the choice, and the MoE tie
+    order (less TP first) decided. The reason must name that preference first and list memory only
+    as another difference, not read as if memory had favoured the choice."""
+    rec = advisor.recommend(Cluster(gpu="H100-SXM-80GB", gpus=2048), "deepseek-v3",
+                            Training(seq_len=4096, global_batch_size=4096))
+    near = [a for a in rec.alternatives if a.reason.startswith("about as fast")]
+    assert near
+    for alt in near:
+        head, _, rest = alt.reason.partition("; it also differs in ")
+        decided = head.split("the tie-break prefers the choice for ")[1]
+        if alt.layout.tp != rec.layout.tp:
+            assert decided == f"less TP (tp {alt.layout.tp} vs {rec.layout.tp})", alt.reason
+            assert "memory" not in decided
+    llama = advisor.recommend(Cluster(gpu="H100-SXM-80GB", gpus=64), "llama-3-70b",
+                              Training(seq_len=8192, global_batch_size=512))
+    reasons = {a.layout.id: a.reason for a in llama.alternatives}
+    assert "prefers the choice for less CP (cp 2 vs 1)" in reasons["tp8-cp2-dp2-pp2-zero1"]
+    assert "prefers the choice for memory headroom (memory 93% vs 76% of the GPU)" in reasons["tp8-cp2-dp4-pp1-zero1"]
+    assert "for more TP inside the NVLink domain (tp 4 vs 8)" in reasons["tp4-cp2-dp2-pp4-zero1"]
