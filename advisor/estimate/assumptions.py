@@ -232,7 +232,11 @@ class Assumptions(BaseModel):
     latency on NVSwitch systems is ~10 us)."""
 
     latency_network: float = Field(3e-5, ge=0)
-    """Fixed cost per collective call crossing the network, seconds. Assumption."""
+    """Fixed cost per collective call crossing the network, seconds. Measured: an 8-byte all_reduce over
+    HDR InfiniBand between two A100 nodes, one GPU each, takes 19-20 us (NVIDIA/nccl-tests issue #150).
+    NCCL's own cost model (NVIDIA/nccl src/graph/tuning.cc, tree/LL) prices a small all-reduce at 6.8 us
+    + 2 x ((GPUs per node - 1) x 0.6 us NVLink + log2(nodes) x 5 us network): 25 us on 2 nodes of 8 GPUs,
+    35 us on 4. Assumption: 30 us; `ring_hop_latency` adds the length of long rings."""
 
     ring_hop_latency: float = Field(5e-6, ge=0)
     """Seconds per network step of a ring collective (a ring over N nodes takes N-1 of them per
@@ -295,8 +299,15 @@ class Assumptions(BaseModel):
     """Host<->GPU bandwidth per GPU, bytes/s (PCIe Gen4 x16 achieves ~25 GB/s of 32)."""
 
     nvme_bandwidth: float = Field(3e9, gt=0)
-    """NVMe read/write bandwidth available to one GPU's offloaded states, bytes/s. Assumption."""
+    """NVMe read/write bandwidth available to one GPU's offloaded states, bytes/s. Measured with DeepSpeed's
+    DeepNVMe (read/write GB/s): one PCIe Gen4 SSD 3.7/3.2 (deepspeedai/DeepSpeed docs/_tutorials/deepnvme.md);
+    4 Gen4 SSDs for 4 A100s 10/5 (blogs/deepspeed-gds/README.md); 4 / 8 Gen5 SSDs for 8 H200s 27/11 / 48/26
+    (blogs/deepnvme/03-2025/README.md). Read and write are charged at this one rate, so per GPU that is
+    2RW/(R+W) = 1.7 to 4.2 GB/s; 3e9 assumes about one fast SSD per GPU (assumption)."""
 
     cpu_adam_params_per_second: float = Field(1e9, gt=0)
-    """Parameters per second DeepSpeedCPUAdam updates for one GPU's partition. Assumption of order of
-    magnitude (ZeRO-Offload, Ren et al. ATC'21, reports CPU-Adam several x faster than PyTorch's)."""
+    """Parameters per second DeepSpeedCPUAdam updates for one GPU's partition. Measured: 11.6B parameters
+    in 8.2 s on one host (CPU not stated), 1.4e9/s (deepspeedai/DeepSpeed PR #735; torch Adam 56 s); on
+    2 A100s with 64 EPYC 7742 cores each, offloading Qwen2.5-1.5B (0.77e9 parameters per GPU) adds 1.1 s
+    per step, Adam and PCIe copies together, about 0.7e9/s (DeepSpeed blogs/zenflow-corebinding/README.md:
+    ZeRO-2 240 ms, ZeRO-Offload with --bind_cores_to_rank 1365 ms). Assumption: 1e9, between the two."""
