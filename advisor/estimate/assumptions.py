@@ -301,8 +301,9 @@ class Assumptions(BaseModel):
     nvme_bandwidth: float = Field(3e9, gt=0)
     """NVMe read/write bandwidth available to one GPU's offloaded states, bytes/s. Measured with DeepSpeed's
     DeepNVMe (read/write GB/s): one PCIe Gen4 SSD 3.7/3.2 (deepspeedai/DeepSpeed docs/_tutorials/deepnvme.md);
-    4 Gen4 SSDs for 4 A100s 10/5 (blogs/deepspeed-gds/README.md); 4 / 8 Gen5 SSDs for 8 H200s 27/11 / 48/26
-    (blogs/deepnvme/03-2025/README.md). Read and write are charged at this one rate, so per GPU that is
+    4 Gen4 SSDs on an Azure NC96ads_A100_v4 10/5 (blogs/deepspeed-gds/README.md); 4 / 8 Gen5 SSDs on an
+    ND-H200-v5 27/11 / 48/26 (blogs/deepnvme/03-2025/README.md); Azure's VM pages give those 4 A100s and
+    8 H200s. Read and write are charged at this one rate, so per GPU that is
     2RW/(R+W) = 1.7 to 4.2 GB/s; 3e9 assumes about one fast SSD per GPU (assumption)."""
 
     cpu_adam_params_per_second: float = Field(1e9, gt=0)
