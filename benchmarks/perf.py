@@ -3,7 +3,8 @@
     python benchmarks/perf.py [--repeat N]
 
 Measures in this process: `estimate` and `audit` of one layout; `recommend` for the reference
-scenarios with the number of candidates examined; then, in fresh processes, `import advisor` and the
+scenarios with the number of candidates examined and of Python calls (a machine-independent measure
+of the work); then, in fresh processes, `import advisor` and the
 CLI's wall time for one preset recommendation. Where llm-analysis is installed, times its
 single-configuration training analysis in the same process and prints our `estimate` as a ratio of it.
 """
@@ -30,6 +31,18 @@ def _timed(fn, repeat: int) -> tuple[float, float]:
         samples.append(time.perf_counter() - t0)
     samples.sort()
     return statistics.median(samples), samples[min(len(samples) - 1, int(0.95 * len(samples)))]
+
+
+def _python_calls(fn) -> int:
+    """Python function calls of one (warm) run: the same on every machine and run, unlike the
+    timings on this VM, whose speed drifts by up to 1.7x within minutes; a change that does less
+    work shows here whatever the clock says."""
+    import cProfile
+    import pstats
+
+    profile = cProfile.Profile()
+    profile.runcall(fn)
+    return pstats.Stats(profile).total_calls
 
 
 def _row(name: str, median: float, p95: float, extra: str = "") -> None:
@@ -105,7 +118,8 @@ def main(argv: list[str]) -> int:
     for name, c, m, t in SCENARIOS:
         rec = advisor.recommend(c, m, t)
         med, p95 = _timed(lambda: advisor.recommend(c, m, t), max(3, repeat // 5))
-        _row(name, med, p95, f"{rec.candidates_examined} candidates -> {rec.layout.id if rec.layout else 'none'}")
+        _row(name, med, p95, f"{rec.candidates_examined} candidates, {_python_calls(lambda: advisor.recommend(c, m, t)):,} "
+                             f"calls -> {rec.layout.id if rec.layout else 'none'}")
     print("fresh processes:")
     # Two bytecode situations: as this environment runs Python (it may set PYTHONDONTWRITEBYTECODE, so
     # every module is compiled from source each time), and with bytecode cached, as an installed
