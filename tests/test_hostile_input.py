@@ -714,3 +714,26 @@ def test_cli_validation_errors_read_as_have_want(argv, field, have):
     assert err.startswith(f"advisor: error: {field}: invalid value\n"), err
     assert f"  have: {have}\n" in err and "  want: " in err, err
     assert "errors.pydantic.dev" not in err and err.count("have:") == 1, err
+
+
+_A100x8 = {"gpu": "A100-80GB", "gpus": 8}
+_TRAIN = {"seq_len": 4096, "global_batch_size": 64}
+
+
+@pytest.mark.parametrize("args, field", [
+    ((_A100x8, "llama-9b", {"dp": 8}, _TRAIN), "Model.preset"),
+    ((_A100x8, "llama-2-7b", 42, _TRAIN), "layout"),
+    ((_A100x8, "llama-2-7b", {"dp": 8}, None), "training.seq_len"),
+    (({"gpu": "A100-80GB"}, "llama-2-7b", {"dp": 8}, _TRAIN), "gpus"),
+])
+def test_estimate_names_the_bad_field_instead_of_failing_inside(args, field):
+    """advisor.estimate takes what recommend and audit take (dicts, a preset name); bad input is an
+    error naming the field, never an AttributeError from inside the cost model."""
+    with pytest.raises((advisor.AdvisorError, ValueError)) as info:
+        advisor.estimate(*args)
+    assert field in str(info.value)
+    assert not isinstance(info.value, AttributeError)
+    dicts = advisor.estimate(_A100x8, "llama-2-7b", {"dp": 8}, _TRAIN)
+    objects = advisor.estimate(advisor.Cluster(**_A100x8), advisor.Model.preset("llama-2-7b"), advisor.Layout(dp=8),
+                               advisor.Training(**_TRAIN))
+    assert dicts == objects

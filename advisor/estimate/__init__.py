@@ -14,6 +14,9 @@ published layouts that report throughput).
 from __future__ import annotations
 
 from .._unchecked import build_unchecked
+from ..errors import InputError
+from ..layout import Layout
+from ..specs import Cluster, Model, Training
 from .assumptions import Assumptions
 from .context import Ctx, resolve
 from .memory import (detail_dict, memory_terms, model_state_bytes_per_param, moe_mlp_activations,
@@ -141,12 +144,31 @@ def _dim(bytes_, sec, exposed, net, n) -> CommDimension:
 def estimate(cluster, model, layout, training, assumptions: Assumptions | None = None) -> Estimate:
     """Memory, communication and time of `layout` for `model` on `cluster` with `training`.
 
+    Each input is the advisor object or what `recommend` and `audit` accept for it (a dict of its
+    fields; a preset name for the model; a dict for the assumptions).
     `training.seq_len` and `training.global_batch_size` must be resolved (InputError otherwise);
     `layout.dp` None is derived from the world size; `layout.num_microbatches` None is
     global_batch_size // (micro_batch_size * dp), which must divide exactly (InputError otherwise).
     Raises InputError when tp*pp*cp*dp differs from cluster.gpus or etp*ep*pp does not divide it.
     """
+    if not (isinstance(cluster, Cluster) and isinstance(model, Model) and isinstance(layout, Layout)
+            and isinstance(training, Training) and (assumptions is None or isinstance(assumptions, Assumptions))):
+        cluster, model, layout, training, assumptions = _coerced(cluster, model, layout, training, assumptions)
     return estimate_of(size(cluster, model, layout, training, assumptions))
+
+
+def _coerced(cluster, model, layout, training, assumptions) -> tuple:
+    """estimate's inputs as advisor objects, or InputError naming the field (never an AttributeError
+    from inside the cost model)."""
+    from ..api import as_assumptions, as_cluster, as_model, as_training
+    from ..auditor import as_layout
+
+    training = as_training(training)
+    if training.seq_len is None or training.global_batch_size is None:
+        missing = "seq_len" if training.seq_len is None else "global_batch_size"
+        raise InputError(f"training.{missing}", None, "a value: estimate() takes resolved training settings",
+                         "recommend() and audit() derive omitted ones from the model")
+    return (as_cluster(cluster), as_model(model), as_layout(layout), training, as_assumptions(assumptions))
 
 
 def estimate_of(s: Sized) -> Estimate:
