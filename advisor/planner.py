@@ -402,14 +402,14 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
         m = gbs // (mbs * shape.dp)
         etp = shape.etp if shape.ep > 1 else None
 
-        def layout_for(zero, recompute, offload):
+        def layout_for(zero, recompute, offload, device="cpu"):
             # Valid by construction (every degree >= 1, literals from the closed sets above): built
             # without re-validation, as this is the innermost loop of the search.
             return build_unchecked(Layout, {
                 "framework": framework, "tp": shape.tp, "pp": shape.pp, "dp": shape.dp, "cp": shape.cp, "ep": shape.ep,
                 "etp": etp, "vpp": shape.vpp, "overlap_p2p_comm": True, "sp": shape.tp > 1 and sp, "zero_stage": zero,
                 "micro_batch_size": mbs, "num_microbatches": m, "recompute": recompute, "offload": offload,
-                "offload_device": "cpu"})
+                "offload_device": device})
 
         shape_fits = False
         for zero in zero_stages[shape.pp > 1]:
@@ -429,6 +429,19 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
                 base = layout_for(zero, recomputes[start], offload)
                 at = {start: (base, size(cluster, model, base, training, assumptions))}
                 result.examined += 1
+                if offload != "none" and zero == 3 and not at[start][1].host_fits:
+                    # The offloaded states (whatever the recompute level) exceed host memory: ZeRO-Infinity
+                    # puts them on NVMe instead, which DeepSpeed allows with ZeRO-3 only (offload_config.py;
+                    # rule deepspeed.nvme-offload-needs-zero3). Their capacity is not checked.
+                    key = (framework, shape.tp, shape.pp, shape.cp, shape.ep, zero, offload, "cpu")
+                    if key not in logged and n_logged[0] < MAX_REJECT_EVENTS:
+                        logged.add(key)
+                        n_logged[0] += 1
+                        result.events.append(("reject", _host_short(at[start][1]) + "; offloading to NVMe instead",
+                                              base.id))
+                    base = layout_for(zero, recomputes[start], offload, "nvme")
+                    at = {start: (base, size(cluster, model, base, training, assumptions))}
+                    result.examined += 1
 
                 def sized_at(i: int, at=at, base=base, start=start):   # (bound now: parked ones run later)
                     if i not in at:
@@ -448,16 +461,14 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
                     frugal, sized = sized_at(top)
                     if not (sized.fits and sized.host_fits):
                         last_fitted[0] = False
-                        if closest is None or sized.total < closest[1].total:
+                        if closest is None or _shortfall(sized) < _shortfall(closest[1]):
                             closest = (frugal, sized)
                         key = (framework, shape.tp, shape.pp, shape.cp, shape.ep, zero, offload)
                         if mbs == mbs_options[0] and shape.vpp == 1 and key not in logged \
                                 and n_logged[0] < MAX_REJECT_EVENTS:
                             logged.add(key)
                             n_logged[0] += 1
-                            result.events.append((
-                                "reject", f"memory: {sized.total / 2**30:.1f} GiB per GPU > {sized.capacity / 2**30:.1f}"
-                                          f" GiB even with recompute {recomputes[-1]}", frugal.id))
+                            result.events.append(("reject", _short_of(sized, recomputes[-1]), frugal.id))
                         continue
                     lo, hi = start + 1, top
                 while lo < hi:
@@ -733,6 +744,37 @@ def _pick(ordered: list[_Candidate], check_fn, checked: dict, max_alternatives: 
     return chosen, alternatives, rejected
 
 
+def _shortfall(sized) -> float:
+    """How far a layout is from fitting, as a share of the memory it lacks most (GPU or host)."""
+    gpu = sized.total / sized.capacity
+    host = sized.host_bytes * sized.assumptions.host_buffer_factor / sized.ctx.host_per_gpu
+    return max(gpu, host)
+
+
+def _short_of(sized, recompute: str) -> str:
+    """Why a layout does not fit, at its most frugal recompute level: GPU memory, else host memory."""
+    if not sized.fits:
+        return (f"memory: {sized.total / 2**30:.1f} GiB per GPU > {sized.capacity / 2**30:.1f} GiB even with "
+                f"recompute {recompute}")
+    return _host_short(sized) + "; NVMe offload needs ZeRO-3"
+
+
+def _host_short(sized) -> str:
+    need = sized.host_bytes * sized.assumptions.host_buffer_factor
+    what = "optimizer states and parameters" if sized.ctx.offload == "optimizer+params" else "optimizer states"
+    return (f"host memory: offloading the {what} needs {need / 2**30:.1f} GiB per GPU (x{sized.assumptions.host_buffer_factor:g} "
+            f"for buffers) > {sized.ctx.host_per_gpu / 2**30:.1f} GiB of host memory per GPU")
+
+
+def _needs(closest: tuple) -> str:
+    """'<id> needs ...' for the layout that came closest to fitting."""
+    layout, sized = closest
+    if not sized.fits:
+        return f"{layout.id} needs {sized.total / 2**30:.1f} GiB of {sized.capacity / 2**30:.1f} GiB"
+    need = sized.host_bytes * sized.assumptions.host_buffer_factor
+    return f"{layout.id} fits the GPU but needs {need / 2**30:.1f} GiB of host memory per GPU of {sized.ctx.host_per_gpu / 2**30:.1f} GiB"
+
+
 def _offload_basis(layout: Layout, est, A: Assumptions) -> str:
     """What an offloaded layout's time rests on: host figures the cost model assumes rather than
     measures (Assumptions.pcie_bandwidth, cpu_adam_params_per_second, nvme_bandwidth), and how much of
@@ -741,6 +783,7 @@ def _offload_basis(layout: Layout, est, A: Assumptions) -> str:
                f"CPU Adam {A.cpu_adam_params_per_second:.2g} parameters/s per GPU (cpu_adam_params_per_second)"]
     if layout.offload_device == "nvme":
         figures.append(f"NVMe {A.nvme_bandwidth / 1e9:.0f} GB/s per GPU (nvme_bandwidth)")
+        figures.append(f"{est.memory.offloaded_to_nvme / 2**30:,.0f} GiB per GPU on NVMe (its capacity is not checked)")
     return (f"The best offloaded layout, {layout.id}, spends {est.optimizer_time:.2f} s of its {est.step_time:.2f} s "
             f"step in the optimizer and its transfers, at assumed host figures, not measured ones: "
             + ", ".join(figures) + "; pass your hosts' figures as assumptions")
@@ -838,14 +881,16 @@ def plan(cluster: Cluster, model: Model, training: Training, decisions: Decision
         chosen, closest = _search(*args, decisions, strategy, framework, result, check_fn,
                                   allow_offload=True, keep_ranking=keep_ranking, assumptions=assumptions)
         if chosen is not None:
-            result.events.append(("note", "nothing fits on the GPUs alone: ZeRO offload to host memory. "
+            where = ("NVMe (host memory cannot hold the offloaded states)" if chosen[0].offload_device == "nvme"
+                     else "host memory")
+            result.events.append(("note", f"nothing fits on the GPUs alone: ZeRO offload to {where}. "
                                   + _offload_basis(chosen[0], chosen[1], assumptions or Assumptions()), None))
     if chosen is None and strategy == "zero-dp":
         # ZeRO alone (even with offload) cannot hold the model: widen to TP/PP, and say so.
         if result.blocked_by:
             why = f"every fitting ZeRO layout is refused by rule {result.blocked_by[0]}"
         elif closest is not None:
-            why = f"no ZeRO stage or offload fits; closest {closest[0].id} needs {closest[1].total / 2**30:.1f} GiB"
+            why = f"no ZeRO stage or offload fits; closest {_needs(closest)}"
         else:               # nothing was sized: no shape, or no micro-batch that divides the batch
             why = (f"no ZeRO layout is legal: global batch {training.global_batch_size} vs micro-batch x "
                    f"data-parallel ranks on {cluster.gpus} GPUs (DeepSpeed's batch identity), within the rules' limits")
@@ -866,9 +911,7 @@ def plan(cluster: Cluster, model: Model, training: Training, decisions: Decision
         if result.blocked_by:
             pass                             # _search said which rule refused the layouts that fit
         elif closest is not None:
-            result.events.append(("reject", f"no layout fits; closest {closest[0].id} needs "
-                                            f"{closest[1].total / 2**30:.1f} GiB of {closest[1].capacity / 2**30:.1f} GiB",
-                                  closest[0].id))
+            result.events.append(("reject", f"no layout fits; closest {_needs(closest)}", closest[0].id))
         else:
             result.events.append(("reject", "no layout satisfies the divisibility constraints "
                                             "(heads, layers, global batch vs dp)", None))

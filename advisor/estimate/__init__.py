@@ -75,6 +75,11 @@ class Sized:
         self.fits = self.total <= c.capacity
         self.host_fits = host * A.host_buffer_factor <= c.host_per_gpu
 
+    @property
+    def host_bytes(self) -> float:
+        """Offloaded states the most-loaded rank keeps in host memory (bytes, before the buffers)."""
+        return self.best[8]
+
 
 def size(cluster, model, layout, training, assumptions: Assumptions | None = None) -> Sized:
     """The memory part of `estimate` without building its result: the planner's inner loop."""

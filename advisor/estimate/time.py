@@ -388,7 +388,9 @@ def optimizer_time(c: Ctx, A, dense: float, expert: float) -> float:
     if c.offload_device == "nvme":
         t += local * 16.0 * 2.0 / A.nvme_bandwidth  # read and write fp32 master + Adam states
     if c.offload == "optimizer+params":
-        t += c.m * 2.0 * 2.0 * local / A.pcie_bandwidth  # param shards fetched forward and backward
+        # param shards fetched forward and backward, from NVMe through the host when they live there
+        fetch = min(A.pcie_bandwidth, A.nvme_bandwidth) if c.offload_device == "nvme" else A.pcie_bandwidth
+        t += c.m * 2.0 * 2.0 * local / fetch
     return t
 
 
