@@ -461,8 +461,9 @@ def _search(cluster, model, training, decisions, strategy, framework, result: Pl
                     frugal, sized = sized_at(top)
                     if not (sized.fits and sized.host_fits):
                         last_fitted[0] = False
-                        if closest is None or _shortfall(sized) < _shortfall(closest[1]):
-                            closest = (frugal, sized)
+                        short = _shortfall(sized)
+                        if closest is None or short < closest[2]:
+                            closest = (frugal, sized, short)
                         key = (framework, shape.tp, shape.pp, shape.cp, shape.ep, zero, offload)
                         if mbs == mbs_options[0] and shape.vpp == 1 and key not in logged \
                                 and n_logged[0] < MAX_REJECT_EVENTS:
@@ -745,10 +746,11 @@ def _pick(ordered: list[_Candidate], check_fn, checked: dict, max_alternatives: 
 
 
 def _shortfall(sized) -> float:
-    """How far a layout is from fitting, as a share of the memory it lacks most (GPU or host)."""
-    gpu = sized.total / sized.capacity
-    host = sized.host_bytes * sized.assumptions.host_buffer_factor / sized.ctx.host_per_gpu
-    return max(gpu, host)
+    """How far a layout that does not fit is from fitting: the share of GPU memory it needs, or when
+    the GPU has room, of host memory."""
+    if not sized.fits:
+        return sized.total / sized.capacity
+    return sized.host_bytes * sized.assumptions.host_buffer_factor / sized.ctx.host_per_gpu
 
 
 def _short_of(sized, recompute: str) -> str:
@@ -767,8 +769,8 @@ def _host_short(sized) -> str:
 
 
 def _needs(closest: tuple) -> str:
-    """'<id> needs ...' for the layout that came closest to fitting."""
-    layout, sized = closest
+    """'<id> needs ...' for the layout that came closest to fitting: (layout, sized, shortfall)."""
+    layout, sized = closest[0], closest[1]
     if not sized.fits:
         return f"{layout.id} needs {sized.total / 2**30:.1f} GiB of {sized.capacity / 2**30:.1f} GiB"
     need = sized.host_bytes * sized.assumptions.host_buffer_factor
