@@ -82,8 +82,9 @@ class PlanResult:
     blocked_by: tuple[str, str] | None = None
     """(rule id, message) when layouts fit but the audit's legality rules refused every one."""
     logged: set[tuple] = field(default_factory=set)
-    """(framework, tp, pp, cp, ep, ZeRO stage, offload) already rejected for memory in the trace: a
-    second search (with offload allowed) sizes the same options again and must not repeat them."""
+    """(framework, tp, pp, cp, ep, ZeRO stage, offload[, "cpu" when moved to NVMe]) already rejected for
+    memory in the trace: a second search (with offload allowed) sizes the same options again and must
+    not repeat them."""
 
 
 class _Shape(NamedTuple):   # a NamedTuple: several times cheaper to build than a frozen dataclass
@@ -317,7 +318,7 @@ def _why_lost(alt: _Candidate, chosen: _Candidate, fastest: float, tie_order: st
     at = next((i for i, (x, y) in enumerate(zip(alt.tie_key or (), chosen.tie_key or ())) if x != y), None)
     head = f"about as fast (est. step {ta:.2f} s vs {tc:.2f} s, within {NEAR_TIE:.0%}); the tie-break prefers the choice"
     if at is None or at >= len(words):           # same preference: the faster of the two goes first
-        return head + (f" as faster; it differs in " + ", ".join(map(shown, diffs)) if diffs else " as faster")
+        return head + (" as faster; it differs in " + ", ".join(map(shown, diffs)) if diffs else " as faster")
     criterion, fields = words[at]
     decisive = [n for n in diffs if n in fields]
     rest = [n for n in diffs if n not in fields]
@@ -745,12 +746,17 @@ def _pick(ordered: list[_Candidate], check_fn, checked: dict, max_alternatives: 
     return chosen, alternatives, rejected
 
 
+def _host_need(sized) -> float:
+    """Host memory per GPU the offloaded states need, with DeepSpeed's buffer factor (bytes)."""
+    return sized.host_bytes * sized.assumptions.host_buffer_factor
+
+
 def _shortfall(sized) -> float:
     """How far a layout that does not fit is from fitting: the share of GPU memory it needs, or when
     the GPU has room, of host memory."""
     if not sized.fits:
         return sized.total / sized.capacity
-    return sized.host_bytes * sized.assumptions.host_buffer_factor / sized.ctx.host_per_gpu
+    return _host_need(sized) / sized.ctx.host_per_gpu
 
 
 def _short_of(sized, recompute: str) -> str:
@@ -762,10 +768,10 @@ def _short_of(sized, recompute: str) -> str:
 
 
 def _host_short(sized) -> str:
-    need = sized.host_bytes * sized.assumptions.host_buffer_factor
     what = "optimizer states and parameters" if sized.ctx.offload == "optimizer+params" else "optimizer states"
-    return (f"host memory: offloading the {what} needs {need / 2**30:.1f} GiB per GPU (x{sized.assumptions.host_buffer_factor:g} "
-            f"for buffers) > {sized.ctx.host_per_gpu / 2**30:.1f} GiB of host memory per GPU")
+    return (f"host memory: offloading the {what} needs {_host_need(sized) / 2**30:.1f} GiB per GPU "
+            f"(x{sized.assumptions.host_buffer_factor:g} for buffers) > {sized.ctx.host_per_gpu / 2**30:.1f} GiB of "
+            f"host memory per GPU")
 
 
 def _needs(closest: tuple) -> str:
@@ -773,8 +779,8 @@ def _needs(closest: tuple) -> str:
     layout, sized = closest[0], closest[1]
     if not sized.fits:
         return f"{layout.id} needs {sized.total / 2**30:.1f} GiB of {sized.capacity / 2**30:.1f} GiB"
-    need = sized.host_bytes * sized.assumptions.host_buffer_factor
-    return f"{layout.id} fits the GPU but needs {need / 2**30:.1f} GiB of host memory per GPU of {sized.ctx.host_per_gpu / 2**30:.1f} GiB"
+    return (f"{layout.id} fits the GPU but needs {_host_need(sized) / 2**30:.1f} GiB of host memory per GPU "
+            f"of {sized.ctx.host_per_gpu / 2**30:.1f} GiB")
 
 
 def _offload_basis(layout: Layout, est, A: Assumptions) -> str:
@@ -787,7 +793,7 @@ def _offload_basis(layout: Layout, est, A: Assumptions) -> str:
         figures.append(f"NVMe {A.nvme_bandwidth / 1e9:.0f} GB/s per GPU (nvme_bandwidth)")
         figures.append(f"{est.memory.offloaded_to_nvme / 2**30:,.0f} GiB per GPU on NVMe (its capacity is not checked)")
     return (f"The best offloaded layout, {layout.id}, spends {est.optimizer_time:.2f} s of its {est.step_time:.2f} s "
-            f"step in the optimizer and its transfers, at assumed host figures, not measured ones: "
+            f"step in the optimizer and its transfers, at host figures assumed from others' measurements, not yours: "
             + ", ".join(figures) + "; pass your hosts' figures as assumptions")
 
 

@@ -100,7 +100,8 @@ def digests(cluster, model, training, assumptions) -> tuple[str, str]:
 # memory rejection that the offload search sized again and said "1 shape fits" instead of "1 shapes
 # fit": their events, deduplicated and with that wording, equal the ones before; the rest is unchanged.
 # 70b-8-a100-offload Recommendation digest regenerated when the offload note began to name the host
-# figures the offloaded layout's time rests on: only that note's text differs.
+# figures the offloaded layout's time rests on (twice, the second time for its wording once the
+# figures had sources): only that note's text differs.
 # Recommendation digests of 70b-64-h100-8k, 7b-8-a100, mixtral-64-h100 and gpt3-nonflash-tpoverlap
 # regenerated when a near-tied alternative's reason began to name the preference that decided it
 # before the other differences: only those reason texts differ (same layouts, order and rankings).
@@ -112,7 +113,7 @@ EXPECTED = {
         'aa018c2aed40fcf2720849f0f50a6f5863934cad35c24bbd1997a441530b0731'),
     'mixtral-64-h100': ('237c6886bc64298745719ac0a6dad9fd540841d34f36829f03abac21dbcb1768',
         '83a37da82c738429eec7a6f8416006b0c1072929e291174bd0b247d0b80e9b7c'),
-    '70b-8-a100-offload': ('3178b6a8f56f9cd73f9b13b911039e3a04aa21673ee863f4a8914c31dae3a4d1',
+    '70b-8-a100-offload': ('768ea62f43b8e7597f46cf7d9d48274e61e2a84e1b8c56700c2ff82fca9ec887',
         '141750aeca8ed8d7d78dee1fc02758ac82d4f1bbca40028888fc432f0844d3fd'),
     'gpt3-nonflash-tpoverlap': ('09d02fc61aaeeef8b5b2ad67d968bb610aa67b7cf67f7480127d7f97f9f9036a',
         'bf176d5a6fb8f140f6b3a66206cc5ada240efe8e742dfd8920839a510264b960'),
