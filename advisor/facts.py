@@ -141,7 +141,7 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("check.memory_gib", float, "estimated per-GPU memory on the most-loaded rank, GiB"),
     ("check.capacity_gib", float, "GPU memory, GiB"),
     ("check.memory_percent", float, "estimated per-GPU memory as a percentage of the GPU's"),
-    ("check.host_fits", bool, "offloaded states fit in host memory"),
+    ("check.host_fits", bool, "offloaded states fit in host memory (and NVMe, when its capacity is given)"),
     ("check.zero_only_fits", bool, "a ZeRO-2/3 data-parallel layout without TP/PP/CP fits (no offload)"),
 )
 

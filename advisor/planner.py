@@ -753,9 +753,11 @@ def _host_need(sized) -> float:
 
 def _shortfall(sized) -> float:
     """How far a layout that does not fit is from fitting: the share of GPU memory it needs, or when
-    the GPU has room, of host memory."""
+    the GPU has room, of host memory (of NVMe, for states offloaded there)."""
     if not sized.fits:
         return sized.total / sized.capacity
+    if sized.ctx.offload_device == "nvme":
+        return sized.nvme_bytes / sized.ctx.nvme_per_gpu
     return _host_need(sized) / sized.ctx.host_per_gpu
 
 
@@ -764,7 +766,14 @@ def _short_of(sized, recompute: str) -> str:
     if not sized.fits:
         return (f"memory: {sized.total / 2**30:.1f} GiB per GPU > {sized.capacity / 2**30:.1f} GiB even with "
                 f"recompute {recompute}")
+    if sized.ctx.offload_device == "nvme":
+        return _nvme_short(sized)
     return _host_short(sized) + "; NVMe offload needs ZeRO-3"
+
+
+def _nvme_short(sized) -> str:
+    return (f"NVMe: {sized.nvme_bytes / 2**30:,.0f} GiB per GPU of offloaded states > {sized.ctx.nvme_per_gpu / 2**30:,.0f} "
+            f"GiB of NVMe per GPU (Cluster.nvme_per_node)")
 
 
 def _host_short(sized) -> str:
@@ -779,11 +788,13 @@ def _needs(closest: tuple) -> str:
     layout, sized = closest[0], closest[1]
     if not sized.fits:
         return f"{layout.id} needs {sized.total / 2**30:.1f} GiB of {sized.capacity / 2**30:.1f} GiB"
+    if sized.ctx.offload_device == "nvme":
+        return f"{layout.id} fits the GPU but not its NVMe: {_nvme_short(sized)}"
     return (f"{layout.id} fits the GPU but needs {_host_need(sized) / 2**30:.1f} GiB of host memory per GPU "
             f"of {sized.ctx.host_per_gpu / 2**30:.1f} GiB")
 
 
-def _offload_basis(layout: Layout, est, A: Assumptions) -> str:
+def _offload_basis(cluster: Cluster, layout: Layout, est, A: Assumptions) -> str:
     """What an offloaded layout's time rests on: host figures the cost model assumes rather than
     measures (Assumptions.pcie_bandwidth, cpu_adam_params_per_second, nvme_bandwidth), and how much of
     the step they decide, so that a reader knows which of their own numbers to pass."""
@@ -791,7 +802,11 @@ def _offload_basis(layout: Layout, est, A: Assumptions) -> str:
                f"CPU Adam {A.cpu_adam_params_per_second:.2g} parameters/s per GPU (cpu_adam_params_per_second)"]
     if layout.offload_device == "nvme":
         figures.append(f"NVMe {A.nvme_bandwidth / 1e9:.0f} GB/s per GPU (nvme_bandwidth)")
-        figures.append(f"{est.memory.offloaded_to_nvme / 2**30:,.0f} GiB per GPU on NVMe (its capacity is not checked)")
+        if cluster.nvme_per_node is None:
+            capacity = "(its capacity is not checked: give Cluster.nvme_per_node)"
+        else:
+            capacity = f"of {cluster.nvme_per_node / min(cluster.gpus, cluster.gpus_per_node) / 2**30:,.0f} GiB"
+        figures.append(f"{est.memory.offloaded_to_nvme / 2**30:,.0f} GiB per GPU on NVMe {capacity}")
     return (f"The best offloaded layout, {layout.id}, spends {est.optimizer_time:.2f} s of its {est.step_time:.2f} s "
             f"step in the optimizer and its transfers, at host figures assumed from others' measurements, not yours: "
             + ", ".join(figures) + "; pass your hosts' figures as assumptions")
@@ -892,7 +907,7 @@ def plan(cluster: Cluster, model: Model, training: Training, decisions: Decision
             where = ("NVMe (host memory cannot hold the offloaded states)" if chosen[0].offload_device == "nvme"
                      else "host memory")
             result.events.append(("note", f"nothing fits on the GPUs alone: ZeRO offload to {where}. "
-                                  + _offload_basis(chosen[0], chosen[1], assumptions or Assumptions()), None))
+                                  + _offload_basis(cluster, chosen[0], chosen[1], assumptions or Assumptions()), None))
     if chosen is None and strategy == "zero-dp":
         # ZeRO alone (even with offload) cannot hold the model: widen to TP/PP, and say so.
         if result.blocked_by:

@@ -97,6 +97,11 @@ class Cluster(_Frozen):
     inter_node_bandwidth: ByteRate | None = None
     """Per-GPU scale-out bandwidth, one direction; defaults to the GPU preset's."""
     host_memory_per_node: Bytes | None = None
+    """CPU memory per node, for offload; defaults to the GPU preset's reference server."""
+    nvme_per_node: Bytes | None = None
+    """Local NVMe capacity per node for ZeRO-Infinity offload, e.g. "30.72 TB" for a DGX H100's eight
+    3.84 TB data drives (NVIDIA DGX BasePOD reference architecture, core components). None: not
+    checked (the trace says so when a layout offloads to NVMe)."""
 
     @model_validator(mode="after")
     def _fill_defaults(self) -> "Cluster":

@@ -64,3 +64,25 @@ def test_nvme_parameter_fetches_run_at_the_nvme_rate():
     expected = (local * 32 / A.nvme_bandwidth
                 + m * 4 * local * (1 / min(A.pcie_bandwidth, A.nvme_bandwidth) - 1 / A.pcie_bandwidth))
     assert abs((nvme.optimizer_time - cpu.optimizer_time) / expected - 1) < 0.02
+
+
+def test_a_stated_nvme_capacity_is_checked():
+    """Cluster.nvme_per_node: 405B's states need ~850 GiB of NVMe per GPU on one node. A DGX H100's
+    eight 3.84 TB data drives (30.72 TB, DGX BasePOD reference architecture) hold them; 4 TB does not,
+    and the answer says so with both figures. Without the field the note says it was not checked."""
+    args = ("llama-3.1-405b", Training(seq_len=4096, global_batch_size=16))
+    unchecked = advisor.recommend(Cluster(gpu="H100-SXM-80GB", gpus=8), *args)
+    roomy = advisor.recommend(Cluster(gpu="H100-SXM-80GB", gpus=8, nvme_per_node="30.72 TB"), *args)
+    small = advisor.recommend(Cluster(gpu="H100-SXM-80GB", gpus=8, nvme_per_node="4 TB"), *args)
+    note = next(e.message for e in unchecked.trace.events if "offload to" in e.message)
+    assert "its capacity is not checked: give Cluster.nvme_per_node" in note
+    assert roomy.layout == unchecked.layout and roomy.layout.offload_device == "nvme"
+    per_gpu = 30.72e12 / 8 / 2**30
+    assert f"on NVMe of {per_gpu:,.0f} GiB" in next(e.message for e in roomy.trace.events if "offload to" in e.message)
+    assert roomy.memory.offloaded_to_nvme <= 30.72e12 / 8 and roomy.memory.host_fits
+    assert small.status == "infeasible"
+    nvme = [e.message for e in small.trace.events if e.message.startswith("NVMe: ")]
+    assert nvme and f"> {4e12 / 8 / 2**30:,.0f} GiB of NVMe per GPU" in nvme[0]
+    est = advisor.estimate(Cluster(gpu="H100-SXM-80GB", gpus=8, nvme_per_node="4 TB"), "llama-3.1-405b",
+                           roomy.layout, roomy.training)
+    assert est.memory.fits and not est.memory.host_fits

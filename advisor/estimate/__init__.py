@@ -50,9 +50,15 @@ def _memory_estimate(c: Ctx, A: Assumptions, best: tuple) -> MemoryEstimate:
         "weights": w, "gradients": g, "optimizer": o, "activations": act, "buffers": buf,
         "reserve": reserve, "total": total_i, "capacity": c.capacity, "headroom": c.capacity - total_i,
         "fits": total_i <= c.capacity, "stage": k, "offloaded_to_host": int(host),
-        "offloaded_to_nvme": int(nvme), "host_fits": host * A.host_buffer_factor <= c.host_per_gpu,
+        "offloaded_to_nvme": int(nvme), "host_fits": offload_fits(c, A, host, nvme),
         "detail": detail_dict(det, A.cuda_context_bytes, nccl, frag),
     })
+
+
+def offload_fits(c: Ctx, A: Assumptions, host: float, nvme: float) -> bool:
+    """Offloaded states fit where they go: host memory (with DeepSpeed's buffer factor), and NVMe
+    when the cluster states its capacity."""
+    return host * A.host_buffer_factor <= c.host_per_gpu and (c.nvme_per_gpu is None or nvme <= c.nvme_per_gpu)
 
 
 class Sized:
@@ -73,12 +79,17 @@ class Sized:
         self.total = int(w) + int(g) + int(o) + int(act) + int(buf) + int(reserve)
         self.capacity = c.capacity
         self.fits = self.total <= c.capacity
-        self.host_fits = host * A.host_buffer_factor <= c.host_per_gpu
+        self.host_fits = offload_fits(c, A, host, nvme)
 
     @property
     def host_bytes(self) -> float:
         """Offloaded states the most-loaded rank keeps in host memory (bytes, before the buffers)."""
         return self.best[8]
+
+    @property
+    def nvme_bytes(self) -> float:
+        """Offloaded states the most-loaded rank keeps on NVMe (bytes)."""
+        return self.best[9]
 
 
 def size(cluster, model, layout, training, assumptions: Assumptions | None = None) -> Sized:

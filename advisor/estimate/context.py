@@ -172,6 +172,7 @@ class Ctx:
     domain: int
     gpus_per_node: int
     host_per_gpu: float
+    nvme_per_gpu: float | None
     # pipeline split (depends on pp only; see _split)
     stages: tuple        # layers per stage (stage_layers)
     split: tuple         # per stage: (layers, dense layers, MoE layers)
@@ -245,6 +246,8 @@ def _static(cluster, model, training) -> tuple:
         domain=cluster.nvlink_domain, gpus_per_node=cluster.gpus_per_node,
         # A job smaller than one server has that server's whole host memory.
         host_per_gpu=cluster.host_memory_per_node / min(cluster.gpus, cluster.gpus_per_node),
+        nvme_per_gpu=(cluster.nvme_per_node / min(cluster.gpus, cluster.gpus_per_node)
+                      if cluster.nvme_per_node is not None else None),
     )
     fields.update(dict.fromkeys(_PER_LAYOUT))
     fields["memo"] = {}

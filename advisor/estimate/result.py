@@ -50,7 +50,8 @@ class MemoryEstimate(_Frozen):
     """Bytes of this GPU's states held in CPU memory (optimizer/param offload to cpu)."""
     offloaded_to_nvme: int
     host_fits: bool
-    """Offloaded states (x host_buffer_factor) fit in this GPU's share of host memory."""
+    """Offloaded states fit where they go: this GPU's share of host memory (x host_buffer_factor), and
+    of the node's NVMe when Cluster.nvme_per_node is given."""
     detail: dict[str, int]
     """Named sub-terms (e.g. 'act_layers', 'act_logits', 'zero3_live_params', 'nccl')."""
 
