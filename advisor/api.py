@@ -99,8 +99,7 @@ def evaluate_rules(book: RuleBook, facts: dict, engine_name: str | None = None,
             fired += engine.evaluate(ruleset, facts, trusted=True)
     else:
         norm = normalize_fact(facts)           # once for every ruleset of the scope
-        for ruleset in book.rulesets_in(scope):
-            fired += engine.evaluate(ruleset, norm, normalized=True)
+        fired = engine.evaluate_all(book.rulesets_in(scope), norm, normalized=True)
     fired.sort(key=lambda rid: book.rules[rid].order)
     return fired, engine.name
 

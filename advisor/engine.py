@@ -28,7 +28,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .errors import EngineError
 from .evaluator import (
@@ -385,6 +385,9 @@ class DurableEngine:
             self._plans[rs_name] = _plan(rs_name, checked, kinds)
         self._proc: _Proc | None = None
         self._closed = False
+        # (ruleset names) -> the name of their union, registered on first use, or None when the
+        # union exceeds one durable ruleset's limits and they are evaluated one by one
+        self._groups: dict[tuple[str, ...], str | None] = {}
         proc = _process()
         with proc.lock:
             self._attach(proc)  # fail fast: registration errors surface here
@@ -428,6 +431,47 @@ class DurableEngine:
                 raise
             self._cleanup(proc, plan, sid, quiet=False)
             return fired
+
+    def evaluate_all(self, rulesets: Sequence[str], fact: Mapping[str, Any], *, normalized: bool = False) -> list[str]:
+        """The ids of the rules of all `rulesets` that fire for `fact`, each ruleset's in its firing
+        order (callers impose their own order across rulesets). One durable session for all of them
+        where their union fits one durable ruleset: each session costs a JSON round trip and a state
+        document, so the five audit files take ~0.25 ms instead of ~1.4 ms."""
+        names = tuple(rulesets)
+        if len(names) == 1:
+            return self.evaluate(names[0], fact, normalized=normalized)
+        group = self._groups[names] if names in self._groups else self._group(names)
+        if group is not None:
+            return self.evaluate(group, fact, normalized=normalized)
+        fired: list[str] = []
+        for name in names:
+            fired += self.evaluate(name, fact, normalized=normalized)
+        return fired
+
+    def _group(self, names: tuple[str, ...]) -> str | None:
+        """Register the union of `names` as one ruleset (once per engine); None if it would break
+        durable's per-ruleset limits (check_ruleset: rule count, groups per rule)."""
+        unknown = [n for n in names if n not in self._plans]
+        if unknown:
+            raise EngineError(f"unknown ruleset {unknown[0]!r}; known: {sorted(self.rulesets)}")
+        group = "__all." + ".".join(names)
+        try:
+            checked, kinds = check_ruleset(group, tuple(r for n in names for r in self.rulesets[n]))
+        except EngineError:
+            self._groups[names] = None
+            return None
+        plan = _plan(group, checked, kinds)
+        proc = _process()
+        with proc.lock:
+            if self._closed:
+                raise EngineError("engine is closed")
+            self._attach(proc)
+            if group not in self._plans:             # another thread may have registered it meanwhile
+                proc.register(plan)
+                self._plans[group] = plan
+                self.rulesets[group] = checked
+            self._groups[names] = group
+        return group
 
     def _assert(self, proc: _Proc, plan: _Plan, doc: dict, trace: _Trace) -> list[str]:
         try:

@@ -17,7 +17,7 @@ import math
 import operator
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Protocol
+from typing import Any, Iterable, Mapping, Protocol, Sequence
 
 from .errors import EngineError
 
@@ -109,6 +109,9 @@ class Engine(Protocol):
     def evaluate(self, ruleset: str, fact: Mapping[str, Any], *, normalized: bool = False) -> list[str]: ...
     """`normalized=True`: `fact` is already `normalize_fact`'s output (one normalisation serves
     every ruleset of a scope); it is still checked against the ruleset's field kinds."""
+
+    def evaluate_all(self, rulesets: Sequence[str], fact: Mapping[str, Any], *, normalized: bool = False) -> list[str]: ...
+    """The fired ids of several rulesets for one fact (a scope), each ruleset's in its firing order."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -542,3 +545,10 @@ class PythonEngine:
                 fact = normalize_fact(fact)
             check_fact(fact, self._kinds[ruleset], ruleset)
         return [rule_id for rule_id, test in tests if test(fact)]
+
+    def evaluate_all(self, rulesets: Sequence[str], fact: Mapping[str, Any], *, normalized: bool = False) -> list[str]:
+        """evaluate() of each of `rulesets`, concatenated (DurableEngine.evaluate_all's contract)."""
+        fired: list[str] = []
+        for ruleset in rulesets:
+            fired += self.evaluate(ruleset, fact, normalized=normalized)
+        return fired

@@ -501,3 +501,45 @@ def test_engine_info(monkeypatch, engines):
     assert info["python"].count(".") == 2
     assert engine_info(p)["engine"] == "python" and engine_info(p)["durable_rules"] is None
     assert engine_info(d)["durable_rules"] == "2.0.28"
+
+
+def _renamed(prefix, rules):
+    return [CompiledRule(f"{prefix}.r{i}", r.pri, r.condition) for i, r in enumerate(rules)]
+
+
+def test_evaluate_all_answers_as_each_ruleset_in_one_session():
+    """A scope's rulesets in one durable session (each session is a JSON round trip and a state
+    document): the same rules fire as evaluating them one by one, on both engines; the union is
+    registered once, and close() frees it with the rest."""
+    rs = {"a": _renamed("a", matrix_rules(20)), "b": _renamed("b", matrix_rules(7))}
+    d, p = DurableEngine(rs), PythonEngine(rs)
+    try:
+        for f in facts():
+            one_by_one = d.evaluate("a", f) + d.evaluate("b", f)
+            assert sorted(d.evaluate_all(("a", "b"), f)) == sorted(one_by_one)
+            assert p.evaluate_all(("a", "b"), f) == p.evaluate("a", f) + p.evaluate("b", f)
+            assert sorted(p.evaluate_all(("a", "b"), f)) == sorted(one_by_one)
+        group = d._groups[("a", "b")]
+        name = d.registered_name(group)
+        assert eng_mod._process().refs[name] == 1
+        assert d.evaluate_all(("a",), FACT) == d.evaluate("a", FACT)
+        with pytest.raises(EngineError, match="unknown ruleset 'c'"):
+            d.evaluate_all(("a", "c"), FACT)
+    finally:
+        d.close()
+    assert name not in eng_mod._process().refs
+
+
+def test_evaluate_all_falls_back_to_one_by_one_past_durables_limits():
+    """A union over durable's per-ruleset rule limit (or with clashing ids) is evaluated ruleset by
+    ruleset, with the same answers."""
+    rs = {"a": _renamed("a", matrix_rules(40)), "b": _renamed("b", matrix_rules(40)), "c": matrix_rules(5),
+          "d": matrix_rules(5)}
+    d = DurableEngine(rs)
+    try:
+        for f in facts(6):
+            assert d.evaluate_all(("a", "b"), f) == d.evaluate("a", f) + d.evaluate("b", f)
+            assert d.evaluate_all(("c", "d"), f) == d.evaluate("c", f) + d.evaluate("d", f)   # same ids
+        assert d._groups[("a", "b")] is None and d._groups[("c", "d")] is None
+    finally:
+        d.close()
