@@ -412,7 +412,7 @@ class DurableEngine:
         `normalized=True`: `fact` is already normalize_fact's output (checked, not normalised again)."""
         plan = self._plans.get(ruleset)
         if plan is None:
-            raise EngineError(f"unknown ruleset {ruleset!r}; known: {sorted(self._plans)}")
+            raise EngineError(f"unknown ruleset {ruleset!r}; known: {sorted(self.rulesets)}")
         norm = fact if normalized else normalize_fact(fact)
         check_fact(norm, plan.kinds, ruleset)
         proc = _process()
@@ -469,7 +469,6 @@ class DurableEngine:
             if group not in self._plans:             # another thread may have registered it meanwhile
                 proc.register(plan)
                 self._plans[group] = plan
-                self.rulesets[group] = checked
             self._groups[names] = group
         return group
 
