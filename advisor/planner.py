@@ -58,7 +58,10 @@ MAX_VPP_OPTIONS = 3             # virtual-stage counts tried per pipeline shape
 # one (NVIDIA/Megatron-LM#525: an estimate that fit 23.3 of 32 GB went out of memory); published runs
 # often sit at 90-95% by our estimate and ran. The audit warns at the same threshold (advice.memory-tight).
 MAX_MEMORY_UTILIZATION = 0.95
-# Among near-tied layouts, one using at most this share of GPU memory goes before one using more.
+# Among near-tied layouts, one using at most this share of GPU memory goes before one using more
+# (headroom absorbs estimate error and fragmentation). No source gives a figure: scanned on the
+# published dev set (benchmarks/published_planner.py, both passes), 0.80 keeps the most published
+# shapes in the top five; 0.85 trades two of them for two (TP, PP) matches; 0.75 and 1.0 lose on both.
 COMFORTABLE_MEMORY = 0.80
 
 
