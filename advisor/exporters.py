@@ -694,7 +694,7 @@ def torchrun_command(cluster: Cluster, *, script: str | None = None, script_args
     placeholders for the launcher (Slurm, Kubernetes, ...) to fill, left double-quoted so the
     shell expands them. One node uses `--standalone`.
     """
-    per_node = min(cluster.gpus, cluster.gpus_per_node)
+    per_node = cluster.gpus_in_node
     parts = ["torchrun", f"--nnodes={cluster.nodes}", f"--nproc-per-node={per_node}"]
     if cluster.nodes == 1:
         parts.append("--standalone")

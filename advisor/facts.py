@@ -180,7 +180,7 @@ def build_facts(cluster: Cluster, model: Model, training: Training) -> dict[str,
     counts = count_parameters(model)
     gpu = cluster.gpu
     gpu_bytes = gpu.memory
-    node_gpus = min(cluster.gpus, cluster.gpus_per_node)
+    node_gpus = cluster.gpus_in_node
     per_param = state_bytes_per_param(training.precision)
     states = model.params * per_param
     layer_states = counts.largest_layer * per_param

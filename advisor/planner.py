@@ -812,7 +812,7 @@ def _offload_basis(cluster: Cluster, layout: Layout, est, A: Assumptions) -> str
         if cluster.nvme_per_node is None:
             capacity = "(its capacity is not checked: give Cluster.nvme_per_node)"
         else:
-            capacity = f"of {cluster.nvme_per_node / min(cluster.gpus, cluster.gpus_per_node) / 2**30:,.0f} GiB"
+            capacity = f"of {cluster.nvme_per_node / cluster.gpus_in_node / 2**30:,.0f} GiB"
         figures.append(f"{est.memory.offloaded_to_nvme / 2**30:,.0f} GiB per GPU on NVMe {capacity}")
     return (f"The best offloaded layout, {layout.id}, spends {est.optimizer_time:.2f} s of its {est.step_time:.2f} s "
             f"step in the optimizer and its transfers, at host figures assumed from others' measurements, not yours: "

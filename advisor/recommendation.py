@@ -124,7 +124,7 @@ class Recommendation(BaseModel):
         c, m, t = self.cluster, self.model, self.training
         lines = [
             f"{m.name} ({m.params / 1e9:.1f}B params) on {c.gpus} x {c.gpu.name} "
-            f"({c.nodes} node{'s' if c.nodes > 1 else ''} x {min(c.gpus, c.gpus_per_node)}, NVLink domain {c.nvlink_domain}), "
+            f"({c.nodes} node{'s' if c.nodes > 1 else ''} x {c.gpus_in_node}, NVLink domain {c.nvlink_domain}), "
             f"seq {t.seq_len}, global batch {t.global_batch_size}, {t.precision}",
         ]
         lines += ["", textwrap.fill(self.story(), width=100), ""]

@@ -128,6 +128,12 @@ class Cluster(_Frozen):
     def nodes(self) -> int:
         return max(1, -(-self.gpus // self.gpus_per_node))
 
+    @property
+    def gpus_in_node(self) -> int:
+        """GPUs of this job per node: gpus_per_node, or all of them when the job is smaller than a
+        node (it then has that node's whole host memory and NVMe)."""
+        return min(self.gpus, self.gpus_per_node)
+
 
 class MLA(_Frozen):
     """Multi-head latent attention (DeepSeek-V2/V3) dimensions, as in the Hugging Face config."""

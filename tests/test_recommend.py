@@ -366,3 +366,12 @@ def test_a_near_tied_alternative_names_the_preference_that_decided_it():
     assert "prefers the choice for less CP (cp 2 vs 1)" in reasons["tp8-cp2-dp2-pp2-zero1"]
     assert "prefers the choice for memory headroom (memory 93% vs 76% of the GPU)" in reasons["tp8-cp2-dp4-pp1-zero1"]
     assert "for more TP inside the NVLink domain (tp 4 vs 8)" in reasons["tp4-cp2-dp2-pp4-zero1"]
+
+
+def test_every_tie_break_position_has_its_words():
+    """_why_lost names the deciding preference by its position in _tie_key: the two must stay in
+    step for every tie order (a new preference without words would be named wrongly)."""
+    from advisor.planner import _KEY_WORDS, _Ties, _tie_key
+    for order in ("ep_over_tp", "tp_before_pp", "simplicity"):
+        key = _tie_key(8, 2, 1, 1, 1, "none", 1, "none", 1, False, _Ties(order, 80, 8))
+        assert len(_KEY_WORDS[order]) == len(key), order

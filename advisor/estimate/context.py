@@ -244,10 +244,8 @@ def _static(cluster, model, training) -> tuple:
         capacity=g.memory, peak=peak, peak_fp8=g.peak_flops_fp8 or peak, hbm=hbm_bandwidth(g),
         nvlink_bw=cluster.intra_node_bandwidth / 2.0, net_bw=cluster.inter_node_bandwidth,
         domain=cluster.nvlink_domain, gpus_per_node=cluster.gpus_per_node,
-        # A job smaller than one server has that server's whole host memory.
-        host_per_gpu=cluster.host_memory_per_node / min(cluster.gpus, cluster.gpus_per_node),
-        nvme_per_gpu=(cluster.nvme_per_node / min(cluster.gpus, cluster.gpus_per_node)
-                      if cluster.nvme_per_node is not None else None),
+        host_per_gpu=cluster.host_memory_per_node / cluster.gpus_in_node,
+        nvme_per_gpu=cluster.nvme_per_node / cluster.gpus_in_node if cluster.nvme_per_node is not None else None,
     )
     fields.update(dict.fromkeys(_PER_LAYOUT))
     fields["memo"] = {}
