@@ -8,26 +8,22 @@
 from importlib import import_module
 
 from ._version import __version__
+from .costmodel import Assumptions, Estimate, estimate
 from .errors import AdvisorError, EngineError, InputError, RuleFileError, UnknownPresetError
-from .layout import Layout
-from .specs import GPU, MLA, Cluster, Model, Training
+from .inputs.layout import Layout
+from .inputs.specs import GPU, MLA, Cluster, Model, Training
 
-# Imported eagerly on purpose: importing the `advisor.estimate` subpackage binds the package
-# attribute `estimate` to the module; binding the function afterwards keeps `advisor.estimate(...)`
-# callable however the subpackage gets imported later.
-from .estimate import Estimate, estimate
-
-# The engine, cost model and planner load on first use (PEP 562), keeping `import advisor` light.
+# The engine and the planner load on first use (PEP 562), keeping `import advisor` light.
 _LAZY = {
     "recommend": ("api", "recommend"),
     "audit": ("auditor", "audit"),
-    "Audit": ("auditor", "Audit"),
-    "Finding": ("auditor", "Finding"),
-    "Recommendation": ("recommendation", "Recommendation"),
+    "Audit": ("results.audit", "Audit"),
+    "Finding": ("results.audit", "Finding"),
+    "Recommendation": ("results.recommendation", "Recommendation"),
 }
 
 __all__ = [
-    "__version__", "estimate", "Estimate", "Cluster", "GPU", "MLA", "Model", "Training", "Layout",
+    "__version__", "estimate", "Estimate", "Assumptions", "Cluster", "GPU", "MLA", "Model", "Training", "Layout",
     "AdvisorError", "EngineError", "InputError", "RuleFileError", "UnknownPresetError", *_LAZY,
 ]
 

@@ -1,107 +1,31 @@
-"""Public entry points: `recommend()` (and the engine wiring behind it).
+"""Public entry point `recommend()`: the wiring of the layers and the trace's assembly.
 
-Flow (DESIGN §3): inputs -> facts -> rules engine -> decisions -> planner (+ cost model) ->
-Recommendation with its trace. The rule book is compiled and registered once per process; each
-call is a fresh engine session, so calls are independent and deterministic.
+Flow (DESIGN §3): inputs -> facts -> rules engine -> decisions -> planner (+ cost model, screened by
+the audit's error rules) -> Recommendation with its trace. The rule book is compiled and its engine
+registered once per process (rulebook.session); each call is a fresh engine session, so calls are
+independent and deterministic.
 """
 
 from __future__ import annotations
 
-import os
-import threading
 from pathlib import Path
 from typing import Any
 
 from ._version import __version__
-from .actions import Decisions
-from .engine import make_engine, select_engine
-from .estimate.assumptions import Assumptions
-from .evaluator import normalize_fact
-from .facts import build_facts, resolve_training
+from .auditor import layout_errors, layout_findings
+from .costmodel.assumptions import Assumptions, as_assumptions
+from .facts import build_facts, zero_only_fits
+from .inputs.coerce import as_cluster, as_model, as_training
+from .inputs.specs import resolve_training
 from .planner import plan
-from .recommendation import Alternative, ChecklistItem, Recommendation
-from .rulebook import RuleBook, builtin_rulebook, load_rulebook, render_message
-from .specs import Cluster, Model, Training
-from .trace import NotFired, RuleReference, Trace, TraceEvent
-from .whynot import not_fired_report
-from .errors import InputError
+from .results.recommendation import Alternative, ChecklistItem, Recommendation
+from .results.trace import NotFired, Trace, TraceEvent
+from .rulebook.actions import Decisions
+from .rulebook.load import render_message
+from .rulebook.session import evaluate_rules, rulebook_for
+from .rulebook.whynot import not_fired_report
 
-__all__ = ["recommend", "recommend_with_ranking", "coerce", "as_cluster", "as_model", "as_training", "as_assumptions",
-           "evaluate_rules"]
-
-_ENGINES: dict[tuple[str, str | None], Any] = {}
-_ENGINES_LOCK = threading.Lock()
-
-
-def _reset_after_fork() -> None:
-    # A child forked while another thread held the lock would inherit it held and deadlock.
-    global _ENGINES_LOCK
-    _ENGINES_LOCK = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_after_fork)
-
-
-def coerce(value: Any, cls, field: str, want: str, preset=None):
-    """`value` as an instance of `cls`: the instance itself, a dict of its fields, or (when `preset`
-    is given) a preset name; anything else is an InputError naming `field`."""
-    if isinstance(value, cls):
-        return value
-    if isinstance(value, dict):
-        return cls(**value)
-    if preset is not None and isinstance(value, str):
-        return preset(value)
-    raise InputError(field, value, want)
-
-
-def as_cluster(value: Any) -> Cluster:
-    return coerce(value, Cluster, "cluster", 'an advisor.Cluster or a dict such as {"gpu": "H100", "gpus": 64}')
-
-
-def as_model(value: Any) -> Model:
-    return coerce(value, Model, "model", "an advisor.Model, a preset name such as 'llama-3-70b', or a dict of "
-                                         "Model fields", preset=Model.preset)
-
-
-def as_training(value: Any) -> Training:
-    if value is None:
-        return Training()
-    return coerce(value, Training, "training", "an advisor.Training, a dict of its fields, or None")
-
-
-def _engine_for(book: RuleBook, name: str | None):
-    # Keyed by the engine actually selected, so ADVISOR_ENGINE changed at run time takes effect.
-    chosen = select_engine(name)
-    key = (book.revision, chosen)
-    engine = _ENGINES.get(key)            # lock-free fast path: dict reads are atomic
-    if engine is not None:
-        return engine
-    with _ENGINES_LOCK:
-        engine = _ENGINES.get(key)
-        if engine is None:
-            engine = _ENGINES[key] = make_engine(book.rulesets, chosen)
-        return engine
-
-
-def _rulebook(rules: tuple[str | Path, ...]) -> RuleBook:
-    return builtin_rulebook() if not rules else load_rulebook(tuple(rules))
-
-
-def evaluate_rules(book: RuleBook, facts: dict, engine_name: str | None = None,
-                   scope: str = "situation", trusted: bool = False) -> tuple[list[str], str]:
-    """Fired rule ids of one scope in firing order (tier, file, position), and the engine's name.
-    `trusted`: the facts come from advisor.facts (the Python engine may skip re-normalising them)."""
-    engine = _engine_for(book, engine_name)
-    fired: list[str] = []
-    if trusted and engine.name == "python":
-        for ruleset in book.rulesets_in(scope):
-            fired += engine.evaluate(ruleset, facts, trusted=True)
-    else:
-        norm = normalize_fact(facts)           # once for every ruleset of the scope
-        fired = engine.evaluate_all(book.rulesets_in(scope), norm, normalized=True)
-    fired.sort(key=lambda rid: book.rules[rid].order)
-    return fired, engine.name
+__all__ = ["recommend", "recommend_with_ranking"]
 
 
 def recommend(cluster: Any, model: Any, training: Any = None, *, rules: tuple[str | Path, ...] = (),
@@ -111,7 +35,7 @@ def recommend(cluster: Any, model: Any, training: Any = None, *, rules: tuple[st
     `cluster`, `model` and `training` accept the advisor objects, dicts of their fields, and (for the
     model) preset names. `rules` adds site rule files after the built-in ones. `engine` forces
     "durable" or "python" (default: the ADVISOR_ENGINE variable, else durable where it imports).
-    `assumptions` (an advisor.estimate.Assumptions or a dict of its fields) describes how your
+    `assumptions` (an advisor.Assumptions or a dict of its fields) describes how your
     framework runs (e.g. NeMo 1.x's bf16 gradient buffers: {"megatron_main_grad_bytes": 2}); every
     estimate behind the choice uses it, and the trace lists what differs from the defaults.
     """
@@ -126,12 +50,6 @@ def recommend_with_ranking(cluster: Any, model: Any, training: Any = None, *, ru
     return _recommend(cluster, model, training, rules, engine, assumptions, keep_ranking=True)
 
 
-def as_assumptions(value: Any) -> Assumptions | None:
-    if value is None:
-        return None
-    return coerce(value, Assumptions, "assumptions", "an advisor.estimate.Assumptions, a dict of its fields, or None")
-
-
 def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path, ...], engine: str | None,
                assumptions: Any, keep_ranking: bool):
     cluster, model = as_cluster(cluster), as_model(model)
@@ -142,7 +60,7 @@ def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path,
         if changed:
             notes = [*notes, "cost-model assumptions differ from the defaults: "
                      + ", ".join(f"{k}={v!r}" for k, v in changed.items())]
-    book = _rulebook(tuple(rules))
+    book = rulebook_for(tuple(rules))
     facts = build_facts(cluster, model, training)
     fired, engine_name = evaluate_rules(book, facts, engine)
 
@@ -165,9 +83,7 @@ def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path,
         add("fire", message, rule_id=rule_id, rule_version=rule.spec.version, tier=rule.spec.tier,
             facts={f: facts[f.split(".")[0]][f.split(".")[1]] for f in rule.fields},
             effect="; ".join(effects), overridden_by=overridden,
-            references=[RuleReference(**r.model_dump()) for r in rule.spec.references])
-
-    from .auditor import _zero_only_fits, layout_errors, layout_findings
+            references=list(rule.spec.references))
 
     def legality_errors(layout, est):
         # Candidate screening runs the same compiled audit rules on the pure-Python evaluator: the
@@ -180,7 +96,7 @@ def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path,
     findings = []
     if result.layout is not None:
         findings, _ = layout_findings(book, cluster, model, training, result.layout, result.estimate.memory, engine,
-                                      _zero_only_fits(cluster, model, result.layout, training, assumptions))
+                                      zero_only_fits(cluster, model, result.layout, training, assumptions))
     for op, message, candidate in result.events:
         add(op, message, candidate=candidate)
     if result.layout is not None:

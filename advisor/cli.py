@@ -35,7 +35,7 @@ def _situation_args(r: argparse.ArgumentParser) -> None:
     r.add_argument("--rules", nargs="*", default=[], metavar="FILE", help="extra site rule files (TOML)")
     r.add_argument("--engine", choices=["durable", "python"], help="rule engine (default: durable where it imports)")
     r.add_argument("--assume", action="append", default=[], metavar="NAME=VALUE",
-                   help="a cost-model assumption (see advisor.estimate.Assumptions), e.g. "
+                   help="a cost-model assumption (see advisor.Assumptions), e.g. "
                         "megatron_main_grad_bytes=2 or tp_comm_overlap=true; repeatable")
     r.add_argument("--json", action="store_true", help="same as --format json")
     r.add_argument("--format", choices=FORMATS, default="text",
@@ -79,7 +79,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _situation(args):
-    from .specs import Cluster, Model, Training
+    from .inputs.specs import Cluster, Model, Training
 
     cluster = {"gpu": args.gpu, "gpus": args.gpus}
     if args.gpus_per_node:
@@ -110,7 +110,7 @@ def _assumptions(items: list[str]):
     taken as a string."""
     if not items:
         return None
-    from .estimate import Assumptions
+    from .costmodel import Assumptions
     from .errors import InputError
 
     values = {}
@@ -143,7 +143,7 @@ def _recommend(args) -> int:
 
 def _audit(args) -> int:
     from .auditor import audit
-    from .layout import Layout
+    from .inputs.layout import Layout
 
     cluster, model, training = _situation(args)
     fields = {"framework": args.framework, "zero_stage": args.zero, "sp": args.sp,
@@ -167,7 +167,7 @@ def _audit(args) -> int:
 
 
 def _presets(args) -> int:
-    from . import presets
+    from .inputs import presets
 
     if args.json:
         print(json.dumps({"gpus": presets.gpu_entries(), "models": presets.model_entries()}, indent=2))
@@ -177,7 +177,7 @@ def _presets(args) -> int:
         aliases = f" (aliases: {', '.join(e['aliases'])})" if e.get("aliases") else ""
         print(f"  {e['name']:<16} {e['memory']:>9}  {e['peak_flops']:>15} dense  "
               f"{e.get('gpus_per_node', 8)}/node{aliases}")
-    from .specs import Model
+    from .inputs.specs import Model
 
     print("Models:")
     for e in presets.model_entries():
@@ -188,7 +188,7 @@ def _presets(args) -> int:
 
 
 def _rules(_args) -> int:
-    from .rulebook import builtin_rulebook
+    from .rulebook.load import builtin_rulebook
 
     book = builtin_rulebook()
     print(f"{len(book.rules)} rules from {book.root} ({book.revision})")

@@ -23,10 +23,11 @@ from typing import Any, Callable
 from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema
 
-from . import specs, units
 from .facts import CATALOGUE, LAYOUT_GROUPS
-from .actions import Finding as FindingAction, Limit
-from .rulebook import _PLACEHOLDER_RE, ID_RE, MAX_RULES_PER_FILE, Rule, RuleBook, RuleSpec, load_rulebook
+from .inputs import specs, units
+from .rulebook.actions import Finding as FindingAction
+from .rulebook.actions import Limit
+from .rulebook.load import _PLACEHOLDER_RE, ID_RE, MAX_RULES_PER_FILE, Rule, RuleBook, RuleSpec, load_rulebook
 
 __all__ = ["schemas", "rules_markdown", "facts_markdown", "generate", "stale", "main", "repo_root"]
 
@@ -116,7 +117,7 @@ def _model_schema(model: type[BaseModel], mode: str, description: str | None = N
 
 
 def _condition_schema() -> dict[str, Any]:
-    from .rulebook import _LEAF_RE
+    from .rulebook.load import _LEAF_RE
 
     return {
         "description": "A condition: '<group>.<fact> <op> <literal>' with op one of == != < <= > >= in, "
@@ -200,7 +201,7 @@ def _tiers_schema() -> dict[str, Any]:
 
 def schemas(book: RuleBook) -> dict[str, dict[str, Any]]:
     """File name -> JSON Schema, for every file in schemas/."""
-    from . import GPU, Audit, Cluster, Estimate, Layout, Model, Recommendation, Training   # public names
+    from . import GPU, Audit, Cluster, Estimate, Layout, Model, Recommendation, Training  # public names
 
     return {
         "cluster.schema.json": _model_schema(Cluster, "validation"),

@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .errors import InputError
-from .estimate.context import megatron_split, virtual_stage_layers
-from .layout import Layout
-from .specs import Cluster, Model, Training
+from .inputs.layout import Layout
+from .inputs.pipeline import megatron_split, virtual_stage_layers
+from .inputs.specs import Cluster, Model, Training
 
 __all__ = [
     "MegatronFlag",

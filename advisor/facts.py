@@ -12,28 +12,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .architecture import count_parameters
-from .estimate.memory import model_state_bytes_per_param
-from .specs import Cluster, Model, Training
+from .costmodel import memory_only
+from .costmodel.memory import model_state_bytes_per_param
+from .errors import InputError
+from .inputs.architecture import count_parameters
+from .inputs.layout import Layout
+from .inputs.specs import Cluster, Model, Training
 
-__all__ = ["FactSpec", "CATALOGUE", "LAYOUT_GROUPS", "build_facts", "build_layout_facts", "resolve_training",
-           "state_bytes_per_param"]
+__all__ = ["FactSpec", "CATALOGUE", "LAYOUT_GROUPS", "build_facts", "build_layout_facts", "zero_only_fits",
+           "state_bytes_per_param", "ZERO_ONLY_MAX_GPUS"]
 
 GIB = 2**30
 
 def state_bytes_per_param(precision: str) -> float:
     """Model-state bytes per parameter with no sharding (Megatron-LM, mixed-precision Adam): 18 for
     bf16/fp8, 20 for fp16. One source for the number: the cost model's per-stage table
-    (advisor.estimate.memory.model_state_bytes_per_param, which cites Megatron-LM's
+    (advisor.costmodel.memory.model_state_bytes_per_param, which cites Megatron-LM's
     theoretical_memory_usage.py and DeepSpeed's estimators)."""
     return sum(sum(part) for part in model_state_bytes_per_param("megatron", precision, 0))
 
-# Default tokens per global batch when the caller gives none: 4M tokens, as Llama 2 pretraining
-# (Touvron et al. 2023, §2.2 "global batch-size of 4M tokens") and close to GPT-3 175B's 3.2M.
-DEFAULT_BATCH_TOKENS = 4 * 2**20
-# Default sequence length for a model that states none: 4096 (Llama 2's pretraining context).
-DEFAULT_SEQ_LEN = 4096
-
+# The cluster size up to which advice.small-cluster-tp-pp-when-zero-fits asks whether ZeRO alone fits
+# (its `cluster.gpus <= 32`; tests/test_rules.py ties the two).
+ZERO_ONLY_MAX_GPUS = 32
 
 # Groups that exist only when a concrete layout is being judged (audit rule files, scope "layout").
 LAYOUT_GROUPS = frozenset({"layout", "check"})
@@ -144,27 +144,6 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("check.host_fits", bool, "offloaded states fit in host memory (and NVMe, when its capacity is given)"),
     ("check.zero_only_fits", bool, "a ZeRO-2/3 data-parallel layout without TP/PP/CP fits (no offload)"),
 )
-
-
-def resolve_training(model: Model, training: Training | None) -> tuple[Training, list[str]]:
-    """Fill seq_len and global_batch_size when omitted; returns the notes saying what was assumed."""
-    training = training or Training()
-    notes: list[str] = []
-    updates: dict[str, Any] = {}
-    if training.seq_len is None:
-        seq = model.seq_len or DEFAULT_SEQ_LEN
-        source = f"the pretraining context of {model.name}" if model.seq_len else "the default (Llama 2's context)"
-        updates["seq_len"] = seq
-        notes.append(f"training.seq_len not given: {seq} tokens, {source}")
-    seq = updates.get("seq_len", training.seq_len)
-    if training.global_batch_size is None:
-        gbs = max(1, round(DEFAULT_BATCH_TOKENS / seq))
-        updates["global_batch_size"] = gbs
-        notes.append(
-            f"training.global_batch_size not given: {gbs} sequences = 4M tokens / {seq} "
-            "(Llama 2 pretraining batch, Touvron et al. 2023 §2.2)"
-        )
-    return (training.model_copy(update=updates) if updates else training), notes
 
 
 def _round(x: float) -> float:
@@ -294,3 +273,25 @@ def build_layout_facts(cluster: Cluster, model: Model, training: Training, layou
         "zero_only_fits": zero_only_fits,
     }
     return facts
+
+
+def zero_only_fits(cluster: Cluster, model: Model, layout: Layout, training: Training, assumptions=None) -> bool:
+    """Fact check.zero_only_fits: would DeepSpeed ZeRO-2/3 with tp = pp = cp = 1 fit (no offload)?
+    Sizes up to four layouts, so it is asked only where the one rule that reads it can fire
+    (advice.small-cluster-tp-pp-when-zero-fits: at most ZERO_ONLY_MAX_GPUS GPUs, with TP or PP); elsewhere False."""
+    if cluster.gpus > ZERO_ONLY_MAX_GPUS or (layout.tp == 1 and layout.pp == 1):
+        return False
+    mbs = layout.micro_batch_size if training.global_batch_size % (layout.micro_batch_size * cluster.gpus) == 0 else 1
+    if training.global_batch_size % (mbs * cluster.gpus):
+        return False
+    for zero in (2, 3):
+        for recompute in ("none", "full"):
+            candidate = Layout(framework="deepspeed", dp=cluster.gpus, zero_stage=zero, recompute=recompute,
+                               micro_batch_size=mbs)
+            try:
+                fits = memory_only(cluster, model, candidate, training, assumptions).fits
+            except (InputError, ValueError, ZeroDivisionError, IndexError):   # a shape the model cannot hold
+                continue
+            if fits:
+                return True
+    return False

@@ -32,11 +32,12 @@ from operator import itemgetter
 from typing import NamedTuple
 
 from ._unchecked import build_unchecked
-from .actions import Decisions
-from .estimate import Assumptions, estimate_of, floor_of, floor_of_layout, resize, size, step_and_floors, step_time_of
-from .estimate.context import megatron_split
-from .layout import Layout
-from .specs import Cluster, Model, Training
+from .costmodel import Assumptions
+from .costmodel.sizing import estimate_of, floor_of, floor_of_layout, resize, size, step_and_floors, step_time_of
+from .inputs.layout import Layout
+from .inputs.pipeline import megatron_split
+from .inputs.specs import Cluster, Model, Training
+from .rulebook.actions import Decisions
 
 __all__ = ["Alternative", "PlanResult", "plan", "NEAR_TIE"]
 
@@ -898,7 +899,7 @@ def plan(cluster: Cluster, model: Model, training: Training, decisions: Decision
          check_fn=lambda layout, est: [], keep_ranking: bool = False, assumptions=None) -> PlanResult:
     """Pick the fastest layout (by the cost model) that the rules allow, that fits, and that has no
     error from `check_fn` (the audit's legality rules: a list of (rule id, message)). `assumptions`:
-    the cost model's knobs (advisor.estimate.Assumptions; None: its defaults)."""
+    the cost model's knobs (advisor.Assumptions; None: its defaults)."""
     framework = decisions.framework[0] if decisions.framework else "megatron"
     strategy = decisions.strategy[0] if decisions.strategy else "model-parallel"
     result = PlanResult(None, None, framework)

@@ -17,9 +17,11 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))   # korthikanti_cases, shared with the tests
 
-from advisor.estimate import Assumptions, estimate  # noqa: E402
-from advisor.estimate.calibration import MODES, case_objects, load_cases  # noqa: E402
+from korthikanti_cases import MODES, case_objects, load_cases  # noqa: E402
+
+from advisor.costmodel import Assumptions, estimate
 
 GiB = float(1 << 30)
 REPO = Path(__file__).resolve().parents[1]

@@ -31,7 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from advisor import Cluster, Layout, Model, Training  # noqa: E402
-from advisor.estimate import Assumptions, estimate  # noqa: E402
+from advisor.costmodel import Assumptions, estimate
 
 SEQ = 4096     # every run below trains at 4,096 tokens
 

@@ -44,9 +44,11 @@ from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))   # korthikanti_cases, shared with the tests
 
-from advisor.estimate import Assumptions, estimate  # noqa: E402
-from advisor.estimate.calibration import case_objects, load_cases  # noqa: E402
+from korthikanti_cases import case_objects, load_cases  # noqa: E402
+
+from advisor.costmodel import Assumptions, estimate
 from benchmarks.published import load_records  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -77,7 +79,7 @@ def _megatron_flops(m, B, s, tp):
 
 
 def _n_params(m) -> float:
-    from advisor.architecture import count_parameters
+    from advisor.inputs.architecture import count_parameters
     return float(count_parameters(m).total)
 
 

@@ -19,7 +19,7 @@ import time
 
 import advisor
 from advisor import Cluster, Layout, Model, Training
-from advisor.estimate import estimate, memory_only
+from advisor.costmodel import estimate, memory_only
 
 BATCH = 200
 

@@ -36,7 +36,7 @@ from typing import Any, Iterator
 
 from advisor import Cluster, Layout, Model, Training
 from advisor.errors import AdvisorError, UnknownPresetError
-from advisor.specs import MLA
+from advisor.inputs.specs import MLA
 
 __all__ = ["PublishedRecord", "load_records", "default_path"]
 
@@ -57,7 +57,7 @@ class PublishedRecord:
     layout: Layout | None = None
     assumed: list[str] = field(default_factory=list)
     assumptions: dict[str, Any] = field(default_factory=dict)
-    """Overrides of `advisor.estimate.Assumptions` that describe how this framework ran the job."""
+    """Overrides of `advisor.Assumptions` that describe how this framework ran the job."""
     skip_reason: str | None = None
 
     @property

@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import advisor  # noqa: E402
-from advisor.estimate import Assumptions  # noqa: E402
+from advisor.costmodel import Assumptions
 from benchmarks.published import load_records  # noqa: E402
 
 

@@ -4,7 +4,7 @@
 
 For every record of the published-layouts file (default: ../shared/data/published-layouts-dev.jsonl
 next to the repository) this builds the advisor objects with benchmarks/published.py (null fields ->
-the framework's defaults for that kind of run, each listed), runs `advisor.estimate.estimate`, and
+the framework's defaults for that kind of run, each listed), runs `advisor.estimate`, and
 prints per-GPU memory against capacity. Records that do not fit are listed with their breakdown, the
 largest terms, the defaults that were assumed for them, by how much they exceed the GPU, what their
 sources say about it (`EXPLAIN`, with citations) and the estimate under the changes those sources
@@ -23,8 +23,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from advisor import Cluster  # noqa: E402
+from advisor.costmodel import Assumptions, estimate
 from advisor.errors import AdvisorError  # noqa: E402
-from advisor.estimate import Assumptions, estimate  # noqa: E402
 from benchmarks.published import load_records  # noqa: E402
 
 GiB = float(1 << 30)

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import advisor  # noqa: E402
 from advisor.api import recommend_with_ranking  # noqa: E402
-from advisor.estimate import Assumptions  # noqa: E402
+from advisor.costmodel import Assumptions
 from benchmarks.published import _framework_kind, load_records  # noqa: E402
 
 ERA = Path(__file__).resolve().parent / "era"

@@ -28,8 +28,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import advisor  # noqa: E402
-import advisor.engine as eng  # noqa: E402
-from advisor.facts import resolve_training  # noqa: E402
+import advisor.rulebook.engines.durable as eng
+from advisor.inputs.specs import resolve_training
 
 CASES = [
     ({"gpu": "H100-SXM-80GB", "gpus": 8}, "llama-3-8b", None, {"tp": 2, "pp": 2}),

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import advisor
-from advisor import presets
-from advisor.architecture import count_parameters
+from advisor.inputs import presets
+from advisor.inputs.architecture import count_parameters
 
 WITH_PUBLISHED = [n for n in presets.model_names() if presets.published_params(n)]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from advisor import Cluster, Layout, Model, Training
-from advisor.estimate import Assumptions, estimate
+from advisor.costmodel import Assumptions, estimate
 
 H100_PEAK = 989e12
 

@@ -25,11 +25,12 @@ import warnings
 import pytest
 
 import advisor
-import advisor.engine as eng
-from advisor.engine import DurableEngine, PythonEngine
+import advisor.rulebook.engines.durable as eng
 from advisor.errors import EngineError
-from advisor.evaluator import CompiledRule
-from advisor.facts import resolve_training
+from advisor.inputs.specs import resolve_training
+from advisor.rulebook.compiled import CompiledRule
+from advisor.rulebook.engines.durable import DurableEngine
+from advisor.rulebook.engines.python import PythonEngine
 
 # Small situations: each recommend stays cheap; the layouts include illegal ones (audit errors).
 CASES = [
@@ -262,12 +263,12 @@ def test_fork_while_another_thread_holds_the_engine_lock(expected):
 
 
 def test_fork_while_another_thread_holds_the_api_engine_cache_lock(expected):
-    import advisor.api as api
+    import advisor.rulebook.session as session
 
     held, release = threading.Event(), threading.Event()
 
     def holder() -> None:
-        with api._ENGINES_LOCK:
+        with session._ENGINES_LOCK:
             held.set()
             release.wait(60)
 

@@ -16,7 +16,7 @@ import pytest
 
 from advisor import docgen
 from advisor.facts import CATALOGUE
-from advisor.rulebook import load_rulebook
+from advisor.rulebook.load import load_rulebook
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"

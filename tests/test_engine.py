@@ -10,19 +10,13 @@ import threading
 
 import pytest
 
-import advisor.engine as eng_mod
-import advisor.evaluator as ev_mod
-from advisor.engine import (
-    FACT_KIND,
-    SINK_RULE,
-    DurableEngine,
-    PythonEngine,
-    engine_info,
-    make_engine,
-    translate_condition,
-)
+import advisor.rulebook.compiled as ev_mod
+import advisor.rulebook.engines.durable as eng_mod
 from advisor.errors import EngineError
-from advisor.evaluator import CompiledRule
+from advisor.rulebook.compiled import CompiledRule
+from advisor.rulebook.engines import engine_info, make_engine
+from advisor.rulebook.engines.durable import FACT_KIND, SINK_RULE, DurableEngine, translate_condition
+from advisor.rulebook.engines.python import PythonEngine
 
 pytestmark = pytest.mark.skipif(not eng_mod.durable_available(), reason="durable_rules does not import here")
 

@@ -13,9 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import advisor.engine as eng_mod
-from advisor.engine import FACT_KIND, DurableEngine, PythonEngine, translate_condition
-from advisor.evaluator import MAX_GROUPS_PER_RULE, CompiledRule, count_groups
+import advisor.rulebook.engines.durable as eng_mod
+from advisor.rulebook.compiled import MAX_GROUPS_PER_RULE, CompiledRule, count_groups
+from advisor.rulebook.engines.durable import FACT_KIND, DurableEngine, translate_condition
+from advisor.rulebook.engines.python import PythonEngine
 
 pytestmark = pytest.mark.skipif(not eng_mod.durable_available(), reason="durable_rules does not import here")
 

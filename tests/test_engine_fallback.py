@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 import advisor
-import advisor.engine as eng
+import advisor.rulebook.engines as engines
+import advisor.rulebook.engines.durable as eng
 from advisor.errors import EngineError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,13 +38,13 @@ CHILD = textwrap.dedent("""
     if sys.argv[1] == "block":
         sys.modules["durable"] = None               # `import durable` -> ImportError
         sys.modules["durable_rules_engine"] = None
-    import advisor, advisor.engine as eng
+    import advisor, advisor.rulebook.engines as engines, advisor.rulebook.engines.durable as eng
     cases = json.loads(sys.argv[2])
     try:
-        info = eng.engine_info()
+        info = engines.engine_info()
     except advisor.EngineError as exc:
         info = {"error": str(exc)}
-    out = {"available": eng.durable_available(), "import_error": eng._IMPORT_ERROR, "info": info, "results": []}
+    out = {"available": eng.durable_available(), "import_error": eng.durable_import_error(), "info": info, "results": []}
     for cluster, model, training, layout in cases:
         try:
             rec = advisor.recommend(cluster, model, training)
@@ -126,7 +127,7 @@ def test_unknown_engine_name_is_an_engine_error(monkeypatch):
         advisor.recommend({"gpu": "H100", "gpus": 8}, "llama-3-8b", engine="clips")
     monkeypatch.setenv("ADVISOR_ENGINE", "clips")
     with pytest.raises(EngineError, match="ADVISOR_ENGINE"):
-        eng.make_engine({})
+        engines.make_engine({})
 
 
 def test_explicit_python_engine_in_process():
@@ -138,12 +139,12 @@ def test_explicit_python_engine_in_process():
 
 def test_make_engine_honours_the_environment(monkeypatch):
     monkeypatch.setenv("ADVISOR_ENGINE", "python")
-    assert eng.make_engine({}).name == "python"
-    assert eng.engine_info()["engine"] == "python"
+    assert engines.make_engine({}).name == "python"
+    assert engines.engine_info()["engine"] == "python"
     monkeypatch.setenv("ADVISOR_ENGINE", " Python ")
-    assert eng.make_engine({}).name == "python"
+    assert engines.make_engine({}).name == "python"
     monkeypatch.setenv("ADVISOR_ENGINE", "")
-    assert eng.make_engine({}).name == ("durable" if eng.durable_available() else "python")
+    assert engines.make_engine({}).name == ("durable" if eng.durable_available() else "python")
 
 
 @pytest.mark.skipif(not eng.durable_available(), reason="the default engine is already python")
@@ -169,7 +170,7 @@ def test_every_result_carries_version_engine_and_ruleset_revision(tmp_path):
             for version, name, revision in ((rec.trace.advisor_version, rec.trace.engine, rec.trace.ruleset_revision),
                                             (aud.advisor_version, aud.engine, aud.ruleset_revision)):
                 assert version == advisor.__version__
-                assert name == (engine or eng.engine_info()["engine"])
+                assert name == (engine or engines.engine_info()["engine"])
                 assert revision == book_revision and re.fullmatch(r"sha256:[0-9a-f]{16}", revision)
             assert f"engine {rec.trace.engine}" in rec.explain("full")
             assert aud.ruleset_revision in aud.explain()

@@ -7,10 +7,10 @@ import time
 from pathlib import Path
 
 import pytest
+from korthikanti_cases import case_objects, load_cases
 
 from advisor import Cluster, Layout, Model, Training
-from advisor.estimate import Assumptions, Estimate, estimate, memory_only
-from advisor.estimate.calibration import case_objects, load_cases
+from advisor.costmodel import Assumptions, Estimate, estimate, memory_only
 
 DATA = Path(__file__).parent / "data" / "korthikanti2022-measured.json"
 KORTHIKANTI = load_cases(DATA)
@@ -152,8 +152,8 @@ def _gpt(h, layers, heads, vocab=131072, seq=4096):
 def test_multi_node_ring_is_bound_by_its_slowest_link_not_the_sum():
     """nccl-tests doc/PERFORMANCE.md: bus bandwidth reflects the hardware bottleneck. A DP group with 8
     members per node on 2 nodes moves 7/8 of the ring over NVLink and 1/8 through each NIC, at once."""
-    from advisor.estimate.comm import collective
-    from advisor.estimate.context import resolve
+    from advisor.costmodel.comm import collective
+    from advisor.costmodel.context import resolve
     A = Assumptions(latency_network=0.0, ring_hop_latency=0.0)
     cl = Cluster(gpu="H100", gpus=16)
     c = resolve(cl, Model.preset("llama-2-7b"), Layout(zero_stage=1), Training(seq_len=4096, global_batch_size=16))
@@ -172,7 +172,7 @@ def test_multi_node_ring_is_bound_by_its_slowest_link_not_the_sum():
 def test_interleaving_releases_the_gradient_reduction_chunk_by_chunk():
     """Megatron-Core reduces each model chunk's gradients when its last backward ends (grad_sync_func
     per chunk), so with v chunks most of the reduction hides in the pipeline cool-down."""
-    from advisor.estimate.time import _overlapped_tail
+    from advisor.costmodel.time import _overlapped_tail
     assert _overlapped_tail(1.0, 0.4, 1, 4) == pytest.approx(0.6)
     assert _overlapped_tail(0.3, 0.4, 1, 4) == 0.0
     assert _overlapped_tail(1.0, 0.4, 4, 4) < 0.6 * 0.5

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from korthikanti_cases import case_objects, load_cases
 
 from advisor import Cluster, InputError, Layout, Model, Training
-from advisor.estimate import Assumptions, estimate, memory_only, model_state_bytes_per_param, per_layer_activations
-from advisor.estimate.calibration import case_objects, load_cases
+from advisor.costmodel import Assumptions, estimate, memory_only, model_state_bytes_per_param, per_layer_activations
 
 GiB = 2**30
 DATA = Path(__file__).parent / "data" / "korthikanti2022-measured.json"
@@ -236,7 +236,7 @@ def test_moe_experts_sharded_over_ep_and_optimizer_over_expert_dp():
 
 
 def test_mla_model_estimates():
-    from advisor.specs import MLA
+    from advisor.inputs.specs import MLA
     ds = Model(layers=61, hidden=7168, heads=128, ffn_hidden=18432, moe_ffn_hidden=2048, vocab=129280, experts=256,
                experts_per_token=8, shared_experts=1, dense_layers=3,
                mla=MLA(q_lora_rank=1536, kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128))

@@ -7,9 +7,14 @@ from __future__ import annotations
 import pytest
 
 from advisor import Cluster, Layout, Model, Training
-from advisor.estimate import (Assumptions, memory_only, model_state_bytes_per_param, moe_mlp_activations,
-                              per_layer_activations)
-from advisor.specs import MLA
+from advisor.costmodel import (
+    Assumptions,
+    memory_only,
+    model_state_bytes_per_param,
+    moe_mlp_activations,
+    per_layer_activations,
+)
+from advisor.inputs.specs import MLA
 
 # DeepSeek-V3 MLA widths (arXiv:2412.19437 §4.2): 128 heads, q/k head 128 + 64 rope, v head 128,
 # latents q 1536 + kv 512 + rope 64

@@ -6,8 +6,8 @@ import pytest
 
 import advisor
 from advisor import Cluster, Layout, Model, Training
-from advisor.estimate import Assumptions
-from advisor.estimate.comm import node_dedup
+from advisor.costmodel import Assumptions
+from advisor.costmodel.comm import node_dedup
 
 DEEPEP = Assumptions(moe_token_dispatcher="deepep")
 

@@ -18,10 +18,11 @@ import hashlib
 import sys
 
 import pytest
+from threads import run_in_threads  # tests/ is on sys.path (rootdir conftest)
 
 from advisor import Cluster, Layout, Model, Training
-from advisor.estimate import Assumptions, estimate, estimate_of, memory_only, size, step_time_of
-from threads import run_in_threads  # tests/ is on sys.path (rootdir conftest)
+from advisor.costmodel import Assumptions, estimate, memory_only
+from advisor.costmodel.sizing import estimate_of, size, step_time_of
 
 # (id, cluster kwargs, model preset, layout kwargs, training kwargs, assumptions kwargs or None)
 CASES = [

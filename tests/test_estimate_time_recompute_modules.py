@@ -21,10 +21,11 @@ from hypothesis import strategies as st
 
 import advisor
 from advisor import Cluster, Layout, Model, Training
-from advisor.architecture import count_parameters
-from advisor.estimate import Assumptions, size, step_and_floors
-from advisor.estimate.context import resolve
-from advisor.estimate.time import _selective_extra, _stage_compute, executed_flops_per_step
+from advisor.costmodel import Assumptions
+from advisor.costmodel.context import resolve
+from advisor.costmodel.sizing import size, step_and_floors
+from advisor.costmodel.time import _selective_extra, _stage_compute, executed_flops_per_step
+from advisor.inputs.architecture import count_parameters
 
 MODULES = ("core_attn", "layernorm", "mla_up_proj", "mlp", "moe", "moe_act", "shared_experts")
 H100 = "H100-SXM-80GB"

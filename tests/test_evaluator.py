@@ -5,27 +5,22 @@ from __future__ import annotations
 import math
 
 import pytest
+from engine_fixtures import FACT, L  # noqa: E402  (tests/ is on sys.path via rootdir conftest)
+from threads import run_in_threads  # noqa: E402
 
 from advisor.errors import EngineError
-from advisor.evaluator import (
+from advisor.rulebook.compiled import (
     MAX_GROUPS_PER_RULE,
     MAX_PRI,
     MAX_RULES_PER_RULESET,
     CompiledRule,
     LeafResult,
-    PythonEngine,
     check_ruleset,
     count_groups,
-    evaluate,
-    explain,
     normalize_fact,
     normalize_value,
 )
-
-
-from engine_fixtures import FACT, L  # noqa: E402  (tests/ is on sys.path via rootdir conftest)
-from threads import run_in_threads  # noqa: E402
-
+from advisor.rulebook.engines.python import PythonEngine, evaluate, explain
 
 # ---------------------------------------------------------------- normalize_value / normalize_fact
 
@@ -296,7 +291,7 @@ def test_python_engine_is_thread_safe():
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from advisor.evaluator import compile_condition, evaluate  # noqa: E402
+from advisor.rulebook.engines.python import compile_condition, evaluate
 
 _VALUES = st.one_of(st.integers(-3, 3), st.booleans(), st.sampled_from(["a", "b"]), st.floats(-2, 2),
                     st.none())

@@ -25,8 +25,8 @@ import pytest
 
 import advisor
 from advisor import exporters as ex
-from advisor.layout import Layout
-from advisor.specs import Cluster, Model, Training
+from advisor.inputs.layout import Layout
+from advisor.inputs.specs import Cluster, Model, Training
 
 H100_64 = Cluster(gpu="H100-SXM-80GB", gpus=64)
 LLAMA70 = Model.preset("llama-3-70b")

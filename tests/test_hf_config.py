@@ -9,10 +9,13 @@ from pathlib import Path
 import pytest
 
 import advisor
-from advisor import presets
-from advisor.architecture import count_parameters
+from advisor import Model
 from advisor.errors import UnknownPresetError
-from advisor.hf import SUPPORTED_MODEL_TYPES, model_from_hf_config
+from advisor.inputs import presets
+from advisor.inputs.architecture import count_parameters
+from advisor.inputs.hf import SUPPORTED_MODEL_TYPES
+
+model_from_hf_config = Model.from_hf_config
 
 HF = Path(__file__).parent / "data" / "hf"
 

@@ -28,10 +28,10 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 import advisor
-from advisor import presets
 from advisor.cli import main as cli_main
 from advisor.errors import AdvisorError, InputError, RuleFileError
-from advisor.rulebook import MAX_RULE_FILE_BYTES, builtin_rules_dir, load_rulebook
+from advisor.inputs import presets
+from advisor.rulebook.load import MAX_RULE_FILE_BYTES, builtin_rules_dir, load_rulebook
 
 ACCEPTED = (ValidationError, AdvisorError)
 SCALE = float(os.environ.get("ADVISOR_FUZZ_SCALE", "1"))
@@ -300,7 +300,7 @@ def test_constructors_and_estimate_hostile(cluster, model, training, layout):
     lay = attempt("Layout", advisor.Layout, **layout)
     if None in (c, m, t, lay):
         return
-    from advisor.facts import resolve_training
+    from advisor.inputs.specs import resolve_training
 
     t, _ = resolve_training(m, t)
     est = attempt("estimate", advisor.estimate, c, m, lay, t)

@@ -5,7 +5,7 @@ import re
 
 import advisor
 from advisor import Cluster, Layout, Training
-from advisor.estimate import Assumptions
+from advisor.costmodel import Assumptions
 
 
 def test_405b_on_one_node_offloads_to_nvme_when_host_memory_cannot_hold_the_states():

@@ -2,10 +2,11 @@
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from situations import situations  # tests/ is on sys.path (rootdir conftest)
 
 import advisor
-from advisor import GPU, Cluster, Training, presets
-from situations import situations  # tests/ is on sys.path (rootdir conftest)
+from advisor import GPU, Cluster, Training
+from advisor.inputs import presets
 
 DENSE = ("llama-2-7b", "llama-2-13b", "llama-3-8b", "llama-3-70b", "qwen2.5-72b", "gpt-3-175b", "llama-2-70b")
 RECOMPUTE = ["none", "selective", "full"]
@@ -78,7 +79,7 @@ def test_virtual_stages_are_offered_for_uneven_splits_that_megatron_can_lay_out(
     """Llama 3's 126 layers on PP 16 (7 | 8 x 14 | 7) interleave with 2 or 4 chunks per rank (every
     chunk holds a layer); DeepSeek-V3's 61 (3 | 4 x 14 | 2) with 2; even splits keep the divisors of
     L / PP; no split, no virtual stages."""
-    from advisor.estimate.context import virtual_stage_layers
+    from advisor.inputs.pipeline import virtual_stage_layers
     from advisor.planner import _vpp_options
 
     assert _vpp_options(126, 16) == [1, 2, 4]

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 import advisor
 from advisor import Cluster, Layout, Model, Training
 from advisor.api import recommend_with_ranking
-from advisor.estimate import estimate, floor_of, size, step_and_floors
+from advisor.costmodel import estimate
+from advisor.costmodel.sizing import floor_of, size, step_and_floors
 
 PROPERTY = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 RECOMPUTE = ("none", "selective", "full")

@@ -7,7 +7,7 @@ import re
 import pytest
 
 import advisor
-from advisor import presets
+from advisor.inputs import presets
 
 GIB = 2**30
 YEAR = re.compile(r"\b(19|20)\d\d\b")

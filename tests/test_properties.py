@@ -2,11 +2,11 @@
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from situations import GPUS, MODELS, situations  # tests/ is on sys.path (rootdir conftest)
 
 import advisor
 from advisor import Cluster
-from advisor.estimate.context import megatron_split, stage_layers
-from situations import GPUS, MODELS, situations  # tests/ is on sys.path (rootdir conftest)
+from advisor.inputs.pipeline import megatron_split, stage_layers
 
 PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -44,7 +44,8 @@ def test_same_input_same_recommendation_and_trace(s):
 @settings(max_examples=20, deadline=None)
 @given(st.sampled_from(GPUS), st.sampled_from([8, 16, 64]), st.sampled_from(MODELS))
 def test_unit_equivalent_inputs_give_the_same_answer(gpu, gpus, model):
-    from advisor import GPU, presets
+    from advisor import GPU
+    from advisor.inputs import presets
     spec = presets.gpu(gpu)
     as_bytes = GPU(**{**spec, "memory": GPU(**spec).memory})
     a = advisor.recommend(Cluster(gpu=GPU(**spec), gpus=gpus), model)

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 import advisor
-import advisor.engine as eng
+import advisor.rulebook.engines as engines
+import advisor.rulebook.engines.durable as eng
 
 PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
 
@@ -33,13 +34,13 @@ def _installed() -> bool:
 
 
 def test_engine_matches_the_interpreter():
-    info = eng.engine_info()
+    info = engines.engine_info()
     assert info["python"] == ".".join(map(str, sys.version_info[:3]))
     if sys.version_info >= (3, 13):
         assert not eng.durable_available()
         assert info == {"engine": "python", "durable_rules": None, "python": info["python"]}
     elif _installed():
-        assert eng.durable_available(), eng._IMPORT_ERROR
+        assert eng.durable_available(), eng.durable_import_error()
         assert info["engine"] in ("durable", "python")        # python only when ADVISOR_ENGINE says so
         if info["engine"] == "durable":
             assert info["durable_rules"] == "2.0.28"
@@ -48,4 +49,4 @@ def test_engine_matches_the_interpreter():
 def test_default_engine_runs_end_to_end():
     rec = advisor.recommend({"gpu": "H100-SXM-80GB", "gpus": 8}, "llama-3-8b")
     assert rec.status == "recommended"
-    assert rec.trace.engine == eng.engine_info()["engine"]
+    assert rec.trace.engine == engines.engine_info()["engine"]

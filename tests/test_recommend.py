@@ -7,7 +7,7 @@ import pytest
 import advisor
 from advisor import Cluster, Layout, Model, Training
 from advisor.api import recommend_with_ranking
-from advisor.rulebook import builtin_rulebook
+from advisor.rulebook.load import builtin_rulebook
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +95,7 @@ def test_resolved_training_is_reported_in_the_trace():
     assert rec.training.seq_len == 4096 and rec.training.global_batch_size == 1024
 
 
-@pytest.mark.skipif(not __import__("advisor.engine").engine.durable_available(),
+@pytest.mark.skipif(not __import__("advisor.rulebook.engines.durable").rulebook.engines.durable.durable_available(),
                     reason="durable_rules does not import here (Python 3.13+ or no C compiler)")
 def test_both_engines_give_the_same_recommendation():
     cluster, model = Cluster(gpu="H100", gpus=64), "llama-3-70b"
@@ -291,8 +291,8 @@ def test_widened_to_model_parallel_the_choice_is_not_its_own_alternative():
 def test_explain_shows_the_pipeline_split_and_the_flags_that_run_it():
     """The estimate assumes a split of the layers over the stages; the answer must show it and the
     Megatron-LM flags that make the framework run it, and every warning must carry its remedy."""
-    from advisor.estimate.context import stage_layers, virtual_stage_layers
-    from advisor.recommendation import pipeline_line
+    from advisor.inputs.pipeline import stage_layers, virtual_stage_layers
+    from advisor.results.render import pipeline_line
 
     llama = Model.preset("llama-3.1-405b")                       # 126 layers
     line = pipeline_line(Layout(framework="megatron", tp=8, pp=16, dp=64, vpp=1), llama)
@@ -371,7 +371,7 @@ def test_a_near_tied_alternative_names_the_preference_that_decided_it():
 def test_every_tie_break_position_has_its_words():
     """_why_lost names the deciding preference by its position in _tie_key: the two must stay in
     step for every tie order (a new preference without words would be named wrongly)."""
-    from advisor.planner import _KEY_WORDS, _Ties, _tie_key
+    from advisor.planner import _KEY_WORDS, _tie_key, _Ties
     for order in ("ep_over_tp", "tp_before_pp", "simplicity"):
         key = _tie_key(8, 2, 1, 1, 1, "none", 1, "none", 1, False, _Ties(order, 80, 8))
         assert len(_KEY_WORDS[order]) == len(key), order

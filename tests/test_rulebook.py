@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from advisor import RuleFileError
-from advisor.rulebook import builtin_rules_dir, load_rulebook, parse_condition
+from advisor.rulebook.load import builtin_rules_dir, load_rulebook, parse_condition
 
 GOOD = '''
 [[rule]]

@@ -3,10 +3,11 @@
 import pytest
 
 from advisor import Cluster, Layout, Model, Training
-from advisor.engine import durable_available, make_engine
-from advisor.evaluator import evaluate
 from advisor.facts import CATALOGUE, build_layout_facts
-from advisor.rulebook import builtin_rulebook
+from advisor.rulebook.engines import make_engine
+from advisor.rulebook.engines.durable import durable_available
+from advisor.rulebook.engines.python import evaluate
+from advisor.rulebook.load import builtin_rulebook
 
 BOOK = builtin_rulebook()
 # The reference situation every example overrides: Llama-3-70B on 64 H100 at 8k, judged with a
@@ -65,7 +66,7 @@ def test_rule_fields_exist_in_the_catalogue():
 
 
 def test_revision_is_stable_across_loads():
-    from advisor.rulebook import load_rulebook
+    from advisor.rulebook.load import load_rulebook
     assert load_rulebook().revision == BOOK.revision
 
 

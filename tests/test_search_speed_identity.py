@@ -19,11 +19,12 @@ import hashlib
 import sys
 
 import pytest
+from threads import run_in_threads  # tests/ is on sys.path (rootdir conftest)
 
 from advisor import Cluster, Layout, Model, Training
 from advisor.api import recommend_with_ranking
-from advisor.estimate import Assumptions, resize, size, step_time_of
-from threads import run_in_threads  # tests/ is on sys.path (rootdir conftest)
+from advisor.costmodel import Assumptions
+from advisor.costmodel.sizing import resize, size, step_time_of
 
 # (id, cluster kwargs, model preset, training kwargs or None, assumptions kwargs or None)
 SCENARIOS = [

@@ -2,8 +2,8 @@
 
 from advisor import Layout
 from advisor._unchecked import build_unchecked
-from advisor.estimate import estimate
-from advisor.estimate.result import MemoryEstimate
+from advisor.costmodel import estimate
+from advisor.costmodel.result import MemoryEstimate
 
 
 def test_layout_built_unchecked_equals_the_validated_one():

@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor import GPU, Cluster, InputError, Training
-from advisor.units import UREG, to_bytes, to_bytes_per_second, to_count, to_flops_per_second, to_tokens
+from advisor.inputs.units import UREG, to_bytes, to_bytes_per_second, to_count, to_flops_per_second, to_tokens
 
 
 def test_information_is_a_dimension_not_a_number():
@@ -81,7 +81,7 @@ def test_unit_equivalent_inputs_build_equal_objects():
 def test_simple_forms_read_without_pint_equal_pint_to_the_last_bit(number, prefix, unit, space):
     """units._simple reads "80 GiB", "400 Gbit/s", "989 TFLOP/s" without pint (pint's import is most of
     a cold recommendation); it must agree with the registry exactly."""
-    from advisor import units
+    from advisor.inputs import units
 
     text = f"{number}{space}{prefix}{unit[0]}{unit[1]}"
     reference = unit[2]
@@ -90,7 +90,7 @@ def test_simple_forms_read_without_pint_equal_pint_to_the_last_bit(number, prefi
 
 
 def test_other_forms_and_other_kinds_still_go_to_pint():
-    from advisor import units
+    from advisor.inputs import units
 
     assert units._simple("80 gigabyte", "bytes") is None          # spelled out: pint
     assert units._simple("1e3 GB", "bytes") is None               # exponent: pint

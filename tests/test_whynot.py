@@ -14,13 +14,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import advisor
-from advisor.api import evaluate_rules
-from advisor.auditor import resolve_layout
 from advisor.errors import InputError
-from advisor.evaluator import PythonEngine, evaluate
-from advisor.facts import CATALOGUE, build_facts, build_layout_facts, resolve_training
-from advisor.rulebook import builtin_rulebook
-from advisor.whynot import not_fired_report, why_not
+from advisor.facts import CATALOGUE, build_facts, build_layout_facts
+from advisor.inputs.coerce import resolve_layout
+from advisor.inputs.specs import resolve_training
+from advisor.rulebook.engines.python import PythonEngine, evaluate
+from advisor.rulebook.load import builtin_rulebook
+from advisor.rulebook.session import evaluate_rules
+from advisor.rulebook.whynot import not_fired_report, why_not
 
 BOOK = builtin_rulebook()
 KEYS = {"field", "op", "want", "have", "ok", "path"}

@@ -5,9 +5,10 @@ from pathlib import Path
 import pytest
 
 import advisor
-from advisor.evaluator import evaluate
-from advisor.facts import build_facts, resolve_training
-from advisor.rulebook import load_rulebook
+from advisor.facts import build_facts
+from advisor.inputs.specs import resolve_training
+from advisor.rulebook.engines.python import evaluate
+from advisor.rulebook.load import load_rulebook
 
 SITE = Path(__file__).with_name("site-policy.toml")
 BOOK = load_rulebook((SITE,))        # built-in rules + ours; a mistake raises RuleFileError

@@ -25,15 +25,15 @@ def test_wheel_contains_every_rule_file(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for rule_file in (REPO / "rules").glob("*.toml"):
         assert f"advisor/rules/{rule_file.name}" in names
-    assert "advisor/units_en.txt" in names
-    assert "advisor/presets/gpus.toml" in names and "advisor/presets/models.toml" in names
+    assert "advisor/inputs/units_en.txt" in names
+    assert "advisor/inputs/presets/gpus.toml" in names and "advisor/inputs/presets/models.toml" in names
 
 
 def test_non_editable_install_loads_packaged_rules(wheel, tmp_path):
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     code = (
-        "import advisor, advisor.rulebook as rb;"
+        "import advisor, advisor.rulebook.load as rb;"
         "root = rb.builtin_rules_dir();"
         f"assert str(root).startswith({str(site)!r}), root;"
         "rec = advisor.recommend({'gpu': 'A100-80GB', 'gpus': 16}, 'llama-2-7b');"

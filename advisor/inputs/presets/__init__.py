@@ -13,7 +13,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from ..errors import UnknownPresetError
+from ...errors import UnknownPresetError
 
 __all__ = ["gpu", "model", "gpu_names", "model_names", "gpu_entries", "model_entries", "published_params"]
 

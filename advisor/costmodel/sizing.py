@@ -1,41 +1,26 @@
-"""The cost model: per-GPU memory, communication, pipeline bubble, step time and MFU of a layout.
+"""Sizing layouts: the cost model's entry points, and the planner's hot path behind them.
 
-    from advisor.estimate import estimate, memory_only, Estimate, Assumptions
-    est = estimate(cluster, model, layout, training)            # Estimate
-    mem = memory_only(cluster, model, layout, training)         # MemoryEstimate, cheaper
-
-Pure arithmetic on the plain numbers of the input models; every tunable number is a field of
-`Assumptions` (echoed back in `Estimate.assumptions`). Sources are cited in memory.py, comm.py and
-time.py; calibration against measured runs is in benchmarks/calibrate_korthikanti.py (memory and
-iteration time, Korthikanti et al. 2022) and benchmarks/calibrate_throughput.py (step time of the
-published layouts that report throughput).
+`size` resolves one layout and computes its memory terms without building a result model;
+`step_time_of`, `step_and_floors`, `floor_of` and `estimate_of` then read the same `Sized` object, so
+neither is computed twice for the hundreds of layouts a search sizes and never reports. `estimate`
+and `memory_only` (re-exported by `advisor.costmodel`) are these steps for one layout.
 """
 
 from __future__ import annotations
 
 from .._unchecked import build_unchecked
 from ..errors import InputError
-from ..layout import Layout
-from ..specs import Cluster, Model, Training
-from .assumptions import Assumptions
+from ..inputs.coerce import as_cluster, as_layout, as_model, as_training
+from ..inputs.layout import Layout
+from ..inputs.specs import Cluster, Model, Training
+from .assumptions import Assumptions, as_assumptions
 from .context import Ctx, resolve
-from .memory import (detail_dict, memory_terms, model_state_bytes_per_param, moe_mlp_activations,
-                     per_layer_activations, stage_params)
+from .memory import detail_dict, memory_terms, stage_params
 from .result import CommDimension, CommEstimate, Estimate, MemoryEstimate
 from .time import executed_flops_per_step, model_flops_per_step, shape_floor, time_terms, variant_floors
 
-__all__ = [
-    "estimate",
-    "memory_only",
-    "Estimate",
-    "MemoryEstimate",
-    "CommEstimate",
-    "CommDimension",
-    "Assumptions",
-    "model_state_bytes_per_param",
-    "per_layer_activations",
-    "moe_mlp_activations",
-]
+__all__ = ["Sized", "size", "resize", "step_time_of", "step_and_floors", "floor_of", "floor_of_layout",
+           "estimate_of", "offload_fits", "estimate", "memory_only"]
 
 _DEFAULT = Assumptions()
 _make = build_unchecked
@@ -176,9 +161,6 @@ def estimate(cluster, model, layout, training, assumptions: Assumptions | None =
 def _coerced(cluster, model, layout, training, assumptions) -> tuple:
     """estimate's inputs as advisor objects, or InputError naming the field (never an AttributeError
     from inside the cost model)."""
-    from ..api import as_assumptions, as_cluster, as_model, as_training
-    from ..auditor import as_layout
-
     training = as_training(training)
     if training.seq_len is None or training.global_batch_size is None:
         missing = "seq_len" if training.seq_len is None else "global_batch_size"

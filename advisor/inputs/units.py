@@ -13,7 +13,7 @@ import sys
 import threading
 from importlib import resources
 
-from .errors import InputError
+from ..errors import InputError
 
 __all__ = [
     "UREG",
@@ -38,7 +38,7 @@ def registry():
             if "ureg" not in _REGISTRY:
                 import pint
 
-                ureg = pint.UnitRegistry(str(resources.files("advisor") / "units_en.txt"),
+                ureg = pint.UnitRegistry(str(resources.files(__package__) / "units_en.txt"),
                                          autoconvert_offset_to_baseunit=False, cache_folder=None)
                 _REGISTRY.update(bytes=ureg.Quantity(1, "byte"), bytes_per_s=ureg.Quantity(1, "byte / second"),
                                  flops=ureg.Quantity(1, "flop / second"))

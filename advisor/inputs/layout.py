@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .errors import InputError
+from ..errors import InputError
 
 __all__ = ["Layout", "Framework", "Recompute", "Offload"]
 

@@ -1,7 +1,7 @@
 """"Why did this rule not fire?": the per-condition view of a rule against one fact document.
 
 durable_rules has no hook that says which clause of a rule failed (research/durable-rules.md §7.1),
-so this view is always computed by the pure-Python evaluator (`advisor.evaluator.explain`) from the
+so this view is always computed by the pure-Python evaluator (`engines.python.explain`) from the
 same compiled condition both engines run. Every leaf is evaluated (no short-circuit), so the view
 shows all the reasons at once:
 
@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from .errors import EngineError, InputError
-from .evaluator import explain, normalize_fact
-from .rulebook import RuleBook
+from ..errors import EngineError, InputError
+from .compiled import normalize_fact
+from .engines.python import explain
+from .load import RuleBook
 
 __all__ = ["why_not", "not_fired_report"]
 

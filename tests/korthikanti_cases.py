@@ -18,8 +18,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..layout import Layout
-from ..specs import Cluster, Model, Training
+from advisor import Cluster, Layout, Model, Training
 
 __all__ = ["MODES", "load_cases", "case_objects"]
 

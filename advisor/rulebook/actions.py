@@ -14,7 +14,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .layout import Framework
+from ..inputs.layout import Framework
 
 __all__ = ["Action", "Decisions", "Finding", "Strategy", "Dimension", "Feature"]
 

@@ -1,14 +1,12 @@
-"""The durable_rules adapter, and engine selection.
+"""The durable_rules adapter.
 
 This is the ONLY module of advisor that imports `durable` / `durable_rules_engine`. The design
 follows research/durable-rules.md §7; each guard below cites the trap it exists for.
 
-* `DurableEngine(rulesets)` translates compiled rules (advisor.evaluator.CompiledRule) into
+* `DurableEngine(rulesets)` translates compiled rules (rulebook.compiled.CompiledRule) into
   durable's JSON format and evaluates one fact per call, returning the fired rule ids in
   durable's agenda order (ascending pri, ties in definition order).
-* `make_engine(rulesets, name=None)` picks "durable" or "python" (ADVISOR_ENGINE, else durable
-  if it imports, else the pure-Python engine: durable does not import on Python 3.13+, §6.2).
-* `engine_info()` names the engine and versions, so a recommendation can be reproduced (§7.7).
+* Engine selection (durable where it imports, else the pure-Python engine) is `rulebook.engines`.
 
 Process-wide state: one `_Proc` per process holds a timer-less Host, the lock that serialises
 every evaluation, the per-sid traces and the registration refcounts. It is rebuilt when
@@ -22,7 +20,6 @@ import hashlib
 import json
 import math
 import os
-import platform
 import re
 import threading
 import time
@@ -30,22 +27,13 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from .errors import EngineError
-from .evaluator import (
-    CompiledRule,
-    PythonEngine,
-    _dedupe,
-    check_fact,
-    check_ruleset,
-    normalize_fact,
-)
+from ...errors import EngineError
+from ..compiled import CompiledRule, check_fact, check_ruleset, dedupe, normalize_fact
 
 __all__ = [
     "DurableEngine",
-    "PythonEngine",
-    "make_engine",
-    "engine_info",
     "durable_available",
+    "durable_import_error",
     "translate_condition",
     "FACT_KIND",
     "MAX_FIRINGS",
@@ -133,7 +121,7 @@ class _DurableJson:
 # --------------------------------------------------------------------------------------------
 
 try:
-    from durable import engine as _dr
+    from durable import engine as _dr           # first: its ImportError is the one users need to read
     import durable_rules_engine as _drc
 except Exception as _exc:  # ImportError, or OSError from a broken C extension
     _dr = _drc = None
@@ -157,6 +145,11 @@ else:
 def durable_available() -> bool:
     """True if durable_rules imported in this interpreter."""
     return _dr is not None
+
+
+def durable_import_error() -> str | None:
+    """Why durable_rules did not import (None when it did)."""
+    return _IMPORT_ERROR
 
 
 # --------------------------------------------------------------------------------------------
@@ -197,7 +190,7 @@ def _emit(node: Mapping[str, Any], parent: str, out: list) -> None:
     if op != "in":
         out.append({_OPS[op]: {field: value}})
         return
-    eqs = [{"$eq": {field: v}} for v in _dedupe(value)]
+    eqs = [{"$eq": {field: v}} for v in dedupe(value)]
     if len(eqs) == 1 or parent == "any":
         out.extend(eqs)
     else:
@@ -544,61 +537,3 @@ def _state_exists(ruleset_hashed: str, sid: str) -> bool:
                 return False
             raise
         return True
-
-
-# --------------------------------------------------------------------------------------------
-# Selection
-# --------------------------------------------------------------------------------------------
-
-_ENGINES = ("durable", "python")
-
-
-def select_engine(name: str | None) -> str:
-    """The engine `make_engine(name)` would build: name, else $ADVISOR_ENGINE, else durable if it imports."""
-    return _select(name)
-
-
-def _select(name: str | None) -> str:
-    choice = name if name is not None else (os.environ.get("ADVISOR_ENGINE") or "").strip().lower() or None
-    if choice is None:
-        return "durable" if _dr is not None else "python"
-    if choice not in _ENGINES:
-        source = "name" if name is not None else "ADVISOR_ENGINE"
-        raise EngineError(f"{source}: unknown engine {choice!r}; want one of {list(_ENGINES)}")
-    if choice == "durable" and _dr is None:
-        raise EngineError(f"engine 'durable' requested but durable_rules cannot be imported: {_IMPORT_ERROR}")
-    return choice
-
-
-def make_engine(rulesets: Mapping[str, Iterable[CompiledRule]], name: str | None = None) -> DurableEngine | PythonEngine:
-    """Build the engine named `name`, else $ADVISOR_ENGINE ("durable" | "python"), else durable
-    if it imports, else python. An explicit "durable" that cannot import raises EngineError."""
-    choice = _select(name)
-    return DurableEngine(rulesets) if choice == "durable" else PythonEngine(rulesets)
-
-
-def _durable_version() -> str | None:
-    try:
-        from importlib.metadata import version
-
-        return version("durable-rules")
-    except Exception:
-        return None
-
-
-def engine_info(engine: DurableEngine | PythonEngine | str | None = None) -> dict:
-    """Engine name, durable_rules version (when that engine is used) and Python version.
-
-    With no argument, describes the engine `make_engine(...)` would select now.
-    """
-    if engine is None:
-        name = _select(None)
-    elif isinstance(engine, str):
-        name = engine
-    else:
-        name = engine.name
-    return {
-        "engine": name,
-        "durable_rules": _durable_version() if name == "durable" else None,
-        "python": platform.python_version(),
-    }

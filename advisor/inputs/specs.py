@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
+from ..errors import InputError
 from . import presets
-from .errors import InputError
+from .architecture import count_parameters
+from .hf import model_fields_from_hf_config
 from .units import to_bytes, to_bytes_per_second, to_count, to_flops_per_second, to_tokens
 
-__all__ = ["GPU", "Cluster", "MLA", "Model", "Training", "Precision"]
+__all__ = ["GPU", "Cluster", "MLA", "Model", "Training", "Precision", "resolve_training"]
 
 Precision = Literal["bf16", "fp16", "fp8"]
 
@@ -207,8 +209,6 @@ class Model(_Frozen):
 
     @model_validator(mode="after")
     def _check(self) -> "Model":
-        from .architecture import count_parameters  # local: architecture imports nothing from here
-
         kv = self.kv_heads or self.heads
         object.__setattr__(self, "kv_heads", kv)
         if self.head_dim is None:
@@ -264,9 +264,11 @@ class Model(_Frozen):
         Qwen2, Qwen3 (dense and MoE), DeepSeek-V2/V3, GPT-NeoX, BLOOM, GPT-2, Gemma, SmolLM3,
         StarCoder2, Nemotron (advisor.hf.SUPPORTED_MODEL_TYPES). A missing key raises InputError
         naming it."""
-        from .hf import model_from_hf_config
-
-        return model_from_hf_config(path_or_dict, name=name)
+        read = model_fields_from_hf_config(path_or_dict, name=name)
+        try:
+            return cls(**read.fields)
+        except ValidationError as e:
+            raise read.input_error(e) from None
 
     @property
     def is_moe(self) -> bool:
@@ -286,3 +288,31 @@ class Training(_Frozen):
     optimizer: Literal["adam", "adamw"] = "adam"
     flash_attention: bool = True
     """Attention kernels that never materialise the s×s score matrix (FlashAttention)."""
+
+
+# Default tokens per global batch when the caller gives none: 4M tokens, as Llama 2 pretraining
+# (Touvron et al. 2023, §2.2 "global batch-size of 4M tokens") and close to GPT-3 175B's 3.2M.
+DEFAULT_BATCH_TOKENS = 4 * 2**20
+# Default sequence length for a model that states none: 4096 (Llama 2's pretraining context).
+DEFAULT_SEQ_LEN = 4096
+
+
+def resolve_training(model: Model, training: Training | None) -> tuple[Training, list[str]]:
+    """Fill seq_len and global_batch_size when omitted; returns the notes saying what was assumed."""
+    training = training or Training()
+    notes: list[str] = []
+    updates: dict[str, Any] = {}
+    if training.seq_len is None:
+        seq = model.seq_len or DEFAULT_SEQ_LEN
+        source = f"the pretraining context of {model.name}" if model.seq_len else "the default (Llama 2's context)"
+        updates["seq_len"] = seq
+        notes.append(f"training.seq_len not given: {seq} tokens, {source}")
+    seq = updates.get("seq_len", training.seq_len)
+    if training.global_batch_size is None:
+        gbs = max(1, round(DEFAULT_BATCH_TOKENS / seq))
+        updates["global_batch_size"] = gbs
+        notes.append(
+            f"training.global_batch_size not given: {gbs} sequences = 4M tokens / {seq} "
+            "(Llama 2 pretraining batch, Touvron et al. 2023 §2.2)"
+        )
+    return (training.model_copy(update=updates) if updates else training), notes

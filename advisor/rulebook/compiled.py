@@ -1,12 +1,13 @@
-"""Pure-Python evaluator of compiled rules, and the fact normaliser both engines share.
+"""The contract between the rule compiler and the engines: `CompiledRule`, the fact normaliser,
+and the structural limits both engines enforce.
 
-The lead's compiler turns rule files into `CompiledRule`s. Two engines run them:
-`advisor.engine.DurableEngine` (durable_rules, the mandated engine) and `PythonEngine` here
-(the fallback where durable cannot be imported, e.g. Python 3.13+; research §7.7). Both
-validate rulesets with the same `check_ruleset`, normalise facts with the same
-`normalize_fact`, and must return identical fired lists (tests/test_engine_differential.py).
-`explain` gives the per-leaf view for "why did this rule not fire" (research §7.4): durable
-has no hook for that, so it is always computed here.
+`rulebook.load` turns rule files into `CompiledRule`s. Two engines run them:
+`engines.durable.DurableEngine` (durable_rules, the mandated engine) and
+`engines.python.PythonEngine` (the fallback where durable cannot be imported, e.g. Python 3.13+;
+research §7.7). Both validate rulesets with the same `check_ruleset`, normalise facts with the same
+`normalize_fact`, and must return identical fired lists (tests/test_engine_differential.py). The
+limits are durable's, enforced for both engines so that a file's validity never depends on the
+machine.
 
 Nothing in this module imports durable; everything here is pure and thread-safe.
 """
@@ -14,20 +15,16 @@ Nothing in this module imports durable; everything here is pure and thread-safe.
 from __future__ import annotations
 
 import math
-import operator
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Protocol, Sequence
 
-from .errors import EngineError
+from ..errors import EngineError
 
 __all__ = [
     "CompiledRule",
     "LeafResult",
     "Engine",
-    "PythonEngine",
-    "evaluate",
-    "explain",
     "normalize_fact",
     "normalize_value",
     "check_ruleset",
@@ -37,6 +34,9 @@ __all__ = [
     "MAX_GROUPS_PER_RULE",
     "MAX_FACT_PROPERTIES",
     "RESERVED_GROUPS",
+    "dedupe",
+    "kind_of",
+    "KIND_OF_TYPE",
 ]
 
 OPS = ("==", "!=", "<", "<=", ">", ">=", "in")
@@ -102,7 +102,7 @@ class LeafResult:
 
 
 class Engine(Protocol):
-    """What `PythonEngine` and `advisor.engine.DurableEngine` both provide."""
+    """What `PythonEngine` and `engines.durable.DurableEngine` both provide."""
 
     name: str
 
@@ -209,10 +209,10 @@ def normalize_fact(fact: Mapping[str, Any]) -> dict:
 # --------------------------------------------------------------------------------------------
 
 
-def _kind(value: Any) -> str:
+def kind_of(value: Any) -> str:
     """Type class used for consistency checks: durable coerces across classes (True == 1 ==
     "true", "16" == 16; research §4.3), so each field must be compared within one class."""
-    kind = _KINDS.get(type(value))
+    kind = KIND_OF_TYPE.get(type(value))
     if kind is not None:
         return kind
     if isinstance(value, bool):
@@ -224,7 +224,7 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
-_KINDS = {bool: "bool", int: "number", float: "number", str: "str"}
+KIND_OF_TYPE = {bool: "bool", int: "number", float: "number", str: "str"}
 
 
 def _check_node(node: Any, where: str, field_kinds: dict[str, str], depth: int = 0) -> dict:
@@ -257,7 +257,7 @@ def _check_node(node: Any, where: str, field_kinds: dict[str, str], depth: int =
     else:
         values = [normalize_value(value, f"{where}.value")]
     for v in values:
-        k = _kind(v)
+        k = kind_of(v)
         if k not in ("bool", "number", "str"):
             raise EngineError(f"{where}: constant {v!r} must be int, float, bool or str")
         if k == "bool" and op not in ("==", "!="):
@@ -272,7 +272,7 @@ def _check_node(node: Any, where: str, field_kinds: dict[str, str], depth: int =
 
 def count_groups(node: dict) -> int:
     """How many $and/$or groups the durable translation of `node` emits (same flattening as
-    advisor.engine): nested same-kind groups merge, single-child groups unwrap, and an `in`
+    engines.durable): nested same-kind groups merge, single-child groups unwrap, and an `in`
     with two or more distinct values is one $or."""
     # The rule's condition sits inside the kind guard's $and, so a root "all" merges into it.
     return _count(node, "all")
@@ -286,15 +286,15 @@ def _count(node: dict, parent: str | None) -> int:
                 return _count(kids[0], parent)
             own = 0 if key == parent else 1
             return own + sum(_count(k, key) for k in kids)
-    if node["op"] == "in" and len(_dedupe(node["value"])) > 1:
+    if node["op"] == "in" and len(dedupe(node["value"])) > 1:
         return 0 if parent == "any" else 1
     return 0
 
 
-def _dedupe(values: Iterable[Any]) -> list:
+def dedupe(values: Iterable[Any]) -> list:
     out: list = []
     for v in values:
-        if not any(_kind(v) == _kind(o) and v == o for o in out):
+        if not any(kind_of(v) == kind_of(o) and v == o for o in out):
             out.append(v)
     return out
 
@@ -348,207 +348,5 @@ def check_fact(fact: Mapping[str, Any], field_kinds: Mapping[str, str], ruleset:
         if (type(grp) is not dict and not isinstance(grp, Mapping)) or name not in grp:
             raise EngineError(f"fact lacks field {field!r} used by ruleset {ruleset!r}")
         have = grp[name]
-        if (_KINDS.get(type(have)) or _kind(have)) != want:
-            raise EngineError(f"fact field {field!r} is {_kind(have)} ({have!r}); ruleset {ruleset!r} compares it as {want}")
-
-
-# --------------------------------------------------------------------------------------------
-# Evaluation
-# --------------------------------------------------------------------------------------------
-
-_MISSING = object()
-
-
-def _lookup(fact: Mapping[str, Any], field: str) -> Any:
-    group, _, name = field.partition(".")
-    grp = fact.get(group)
-    if type(grp) is not dict and not isinstance(grp, Mapping):  # fast path for plain dicts
-        return _MISSING
-    return grp.get(name, _MISSING)
-
-
-def _leaf(op: str, have: Any, want: Any) -> bool:
-    # Equality is within one type class (True != 1 here, unlike durable; check_fact makes the
-    # difference unobservable for valid facts).
-    if op == "==":
-        return _kind(have) == _kind(want) and have == want
-    if op == "!=":
-        return not (_kind(have) == _kind(want) and have == want)
-    if op == "in":
-        return any(_kind(have) == _kind(w) and have == w for w in want)
-    if _kind(have) != "number" or _kind(want) != "number":
-        raise EngineError(f"cannot order {have!r} {op} {want!r}: both must be numbers")
-    if op == "<":
-        return have < want
-    if op == "<=":
-        return have <= want
-    if op == ">":
-        return have > want
-    return have >= want
-
-
-def evaluate(node: Mapping[str, Any], fact: Mapping[str, Any]) -> bool:
-    """Evaluate a condition tree against one fact. Raises EngineError if a field is missing."""
-    if "all" in node:
-        return all(evaluate(c, fact) for c in node["all"])
-    if "any" in node:
-        return any(evaluate(c, fact) for c in node["any"])
-    have = _lookup(fact, node["field"])
-    if have is _MISSING:
-        raise EngineError(f"fact lacks field {node['field']!r}")
-    return _leaf(node["op"], have, node["value"])
-
-
-def compile_condition(node: Mapping[str, Any]):
-    """`evaluate(node, fact)` as a function of `fact`, built once per rule: the same short-circuit
-    order, results and errors, without walking the tree and re-dispatching on the operator for every
-    leaf (the planner screens several candidate layouts per recommendation)."""
-    if "all" in node:
-        kids = tuple(compile_condition(c) for c in node["all"])
-
-        def all_of(fact):
-            for kid in kids:
-                if not kid(fact):
-                    return False
-            return True
-        return all_of
-    if "any" in node:
-        kids = tuple(compile_condition(c) for c in node["any"])
-
-        def any_of(fact):
-            for kid in kids:
-                if kid(fact):
-                    return True
-            return False
-        return any_of
-    field, op, want = node["field"], node["op"], node["value"]
-    group, _, name = field.partition(".")
-    kinds = _KINDS
-
-    def have_of(fact):      # _lookup, raising as evaluate does when the field is missing
-        have = _lookup(fact, field)
-        if have is _MISSING:
-            raise EngineError(f"fact lacks field {field!r}")
-        return have
-
-    # Each test below reads the field inline for a dict of dicts (the facts advisor builds) and
-    # falls back to have_of for any other mapping.
-    if op in ("==", "!="):
-        want_kind = _kind(want)
-        negate = op == "!="
-
-        def equal(fact):
-            grp = fact.get(group) if type(fact) is dict else None
-            have = grp.get(name, _MISSING) if type(grp) is dict else _MISSING
-            if have is _MISSING:
-                have = have_of(fact)
-            same = (kinds.get(type(have)) or _kind(have)) == want_kind and have == want
-            return not same if negate else same
-        return equal
-    if op == "in":
-        wants = tuple((_kind(w), w) for w in want)
-
-        def member(fact):
-            grp = fact.get(group) if type(fact) is dict else None
-            have = grp.get(name, _MISSING) if type(grp) is dict else _MISSING
-            if have is _MISSING:
-                have = have_of(fact)
-            kind = kinds.get(type(have)) or _kind(have)
-            for w_kind, w in wants:
-                if kind == w_kind and have == w:
-                    return True
-            return False
-        return member
-
-    compare = _ORDER[op]
-    want_is_number = _kind(want) == "number"
-
-    def order(fact):        # _leaf's ordering operators, with its type check
-        grp = fact.get(group) if type(fact) is dict else None
-        have = grp.get(name, _MISSING) if type(grp) is dict else _MISSING
-        if have is _MISSING:
-            have = have_of(fact)
-        if not want_is_number or (kinds.get(type(have)) or _kind(have)) != "number":
-            raise EngineError(f"cannot order {have!r} {op} {want!r}: both must be numbers")
-        return compare(have, want)
-    return order
-
-
-_ORDER = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
-
-
-def explain(node: Mapping[str, Any], fact: Mapping[str, Any]) -> list[LeafResult]:
-    """Evaluate every leaf (no short-circuit) and report field, op, want, have, ok, path.
-
-    A missing field gives have=None, ok=False instead of raising, so the view always renders.
-    """
-    out: list[LeafResult] = []
-    _explain(node, fact, "", out)
-    return out
-
-
-def _explain(node: Mapping[str, Any], fact: Mapping[str, Any], path: str, out: list[LeafResult]) -> None:
-    for key in ("all", "any"):
-        if key in node:
-            for i, child in enumerate(node[key]):
-                _explain(child, fact, f"{path}.{key}[{i}]" if path else f"{key}[{i}]", out)
-            return
-    have = _lookup(fact, node["field"])
-    want = node["value"]
-    if have is _MISSING:
-        out.append(LeafResult(node["field"], node["op"], want, None, False, path))
-        return
-    try:
-        ok = _leaf(node["op"], have, want)
-    except EngineError:
-        ok = False
-    out.append(LeafResult(node["field"], node["op"], want, have, ok, path))
-
-
-class PythonEngine:
-    """Evaluates compiled rulesets in pure Python, with durable's firing order.
-
-    Each evaluation asserts one fact, so each rule fires at most once; the fired list is in
-    ascending `pri`, ties in definition order (durable's agenda, research §2.2). Immutable after
-    construction, hence thread-safe.
-    """
-
-    name = "python"
-
-    def __init__(self, rulesets: Mapping[str, Iterable[CompiledRule]]):
-        #: the validated rulesets in definition order (conditions are private normalised copies)
-        self.rulesets: dict[str, tuple[CompiledRule, ...]] = {}
-        self._ordered: dict[str, tuple[CompiledRule, ...]] = {}
-        self._kinds: dict[str, dict[str, str]] = {}
-        self._tests: dict[str, tuple[tuple[str, Any], ...]] = {}   # (rule id, compiled condition), in firing order
-        for rs_name, rules in rulesets.items():
-            checked, kinds = check_ruleset(rs_name, rules)
-            self.rulesets[rs_name] = checked
-            # sorted() is stable: equal pri keeps definition order.
-            self._ordered[rs_name] = tuple(sorted(checked, key=lambda r: r.pri))
-            self._kinds[rs_name] = kinds
-            self._tests[rs_name] = tuple((r.id, compile_condition(r.condition)) for r in self._ordered[rs_name])
-
-    def evaluate(self, ruleset: str, fact: Mapping[str, Any], *, normalized: bool = False,
-                 trusted: bool = False) -> list[str]:
-        """Return the ids of the rules of `ruleset` that fire for `fact`, in firing order.
-
-        `normalized=True`: `fact` is already normalize_fact's output (checked, not normalised again).
-        `trusted=True` skips normalising and checking the fact: for facts built by advisor.facts (plain
-        ints, bools, strings and rounded floats), where normalising changes no comparison's outcome.
-        """
-        tests = self._tests.get(ruleset)
-        if tests is None:
-            raise EngineError(f"unknown ruleset {ruleset!r}; known: {sorted(self._ordered)}")
-        if not trusted:
-            if not normalized:
-                fact = normalize_fact(fact)
-            check_fact(fact, self._kinds[ruleset], ruleset)
-        return [rule_id for rule_id, test in tests if test(fact)]
-
-    def evaluate_all(self, rulesets: Sequence[str], fact: Mapping[str, Any], *, normalized: bool = False) -> list[str]:
-        """evaluate() of each of `rulesets`, concatenated (DurableEngine.evaluate_all's contract)."""
-        fired: list[str] = []
-        for ruleset in rulesets:
-            fired += self.evaluate(ruleset, fact, normalized=normalized)
-        return fired
+        if (KIND_OF_TYPE.get(type(have)) or kind_of(have)) != want:
+            raise EngineError(f"fact field {field!r} is {kind_of(have)} ({have!r}); ruleset {ruleset!r} compares it as {want}")

@@ -28,8 +28,17 @@
 
 from __future__ import annotations
 
-from .comm import (cp_per_microbatch, cp_plan, dp_terms, ep_per_microbatch, ep_plan, pp_per_microbatch,
-                   tp_per_microbatch, tp_plan, tp_unhidden)
+from .comm import (
+    cp_per_microbatch,
+    cp_plan,
+    dp_terms,
+    ep_per_microbatch,
+    ep_plan,
+    pp_per_microbatch,
+    tp_per_microbatch,
+    tp_plan,
+    tp_unhidden,
+)
 from .context import Ctx, moe_layers_before, remember
 
 _new = object.__new__

@@ -14,11 +14,13 @@ them down.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Assumptions", "GiB", "RecomputeModule"]
+from ..inputs.coerce import coerce
+
+__all__ = ["Assumptions", "GiB", "RecomputeModule", "as_assumptions"]
 
 GiB = 1 << 30
 MiB = 1 << 20
@@ -312,3 +314,9 @@ class Assumptions(BaseModel):
     2 A100s with 64 EPYC 7742 cores each, offloading Qwen2.5-1.5B (0.77e9 parameters per GPU) adds 1.1 s
     per step, Adam and PCIe copies together, about 0.7e9/s (DeepSpeed blogs/zenflow-corebinding/README.md:
     ZeRO-2 240 ms, ZeRO-Offload with --bind_cores_to_rank 1365 ms). Assumption: 1e9, between the two."""
+
+
+def as_assumptions(value: Any) -> Assumptions | None:
+    if value is None:
+        return None
+    return coerce(value, Assumptions, "assumptions", "an advisor.Assumptions, a dict of its fields, or None")

@@ -5,7 +5,7 @@ Conditions are strings in a tiny closed grammar, `<group>.<field> <op> <literal>
 `== != < <= > >= in`, combined with `{ all = [...] }` / `{ any = [...] }`. They are parsed by this
 module, checked against the fact catalogue (`advisor.facts.CATALOGUE`) for names and types, and
 compiled into the condition tree both engines evaluate. Nothing in a rule file is executed: there
-is no eval, no templating language, and `then` names actions from a closed set (`advisor.actions`).
+is no eval, no templating language, and `then` names actions from a closed set (`rulebook.actions`).
 
 Every mistake fails at load time with the file, the rule id and the field (`RuleFileError`).
 """
@@ -24,10 +24,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..errors import EngineError, RuleFileError
+from ..facts import CATALOGUE
 from .actions import Action, Finding, Limit
-from .errors import EngineError, RuleFileError
-from .evaluator import CompiledRule, normalize_value
-from .facts import CATALOGUE
+from .compiled import CompiledRule, normalize_value
 
 __all__ = ["Reference", "RuleSpec", "Rule", "RuleBook", "load_rulebook", "builtin_rulebook",
            "builtin_rules_dir", "parse_condition", "render_message"]
@@ -198,7 +198,7 @@ def builtin_rules_dir() -> Path:
     packaged = resources.files("advisor") / "rules"
     if packaged.is_dir():
         return Path(str(packaged))
-    repo = Path(__file__).resolve().parent.parent / "rules"
+    repo = Path(__file__).resolve().parents[2] / "rules"
     if repo.is_dir():
         return repo
     raise RuleFileError(str(packaged), None, "rules", "missing", "the built-in rule directory shipped with advisor")

@@ -12,16 +12,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["TraceEvent", "Trace", "RuleReference", "NotFired"]
+from ..rulebook.load import Reference
+
+__all__ = ["TraceEvent", "Trace", "NotFired"]
 
 Op = Literal["input", "fire", "reject", "choose", "note"]
-
-
-class RuleReference(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    title: str
-    url: str | None = None
-    path: str | None = None
 
 
 class TraceEvent(BaseModel):
@@ -36,7 +31,7 @@ class TraceEvent(BaseModel):
     facts: dict[str, Any] = Field(default_factory=dict)
     """The facts the rule's condition read, with their values (for `fire`)."""
     effect: str | None = None
-    references: list[RuleReference] = Field(default_factory=list)
+    references: list[Reference] = Field(default_factory=list)
     candidate: str | None = None
     """Layout id, for `reject` and `choose`."""
     overridden_by: str | None = None

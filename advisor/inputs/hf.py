@@ -1,4 +1,5 @@
-"""Read a Hugging Face `config.json` into an `advisor.Model`.
+"""Read a Hugging Face `config.json` into the fields of an `advisor.Model` (`Model.from_hf_config`
+builds the model; this module imports nothing from `specs`, so the two stay one-way).
 
 `model_from_hf_config(path_or_dict)` accepts a path to a `config.json` (or to a checkpoint folder
 that holds one) or the already-parsed dict. `model_type` picks the architecture family, which
@@ -54,10 +55,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .errors import InputError
-from .specs import MLA, Model
+from ..errors import InputError
 
-__all__ = ["model_from_hf_config", "SUPPORTED_MODEL_TYPES"]
+__all__ = ["model_fields_from_hf_config", "HFModelFields", "SUPPORTED_MODEL_TYPES"]
 
 
 @dataclass(frozen=True)
@@ -121,9 +121,28 @@ _VOCAB = ("vocab_size",)
 _MAX_POS = ("max_position_embeddings", "n_positions", "max_sequence_length")
 
 
-def model_from_hf_config(path_or_dict: str | os.PathLike[str] | Mapping[str, Any], *,
-                         name: str | None = None) -> Model:
-    """An `advisor.Model` from a Hugging Face config.json (a path, a folder holding one, or a dict).
+@dataclass(frozen=True)
+class HFModelFields:
+    """The `advisor.Model` fields read from one config.json, and where they came from (for messages)."""
+
+    fields: dict[str, Any]
+    model_type: str
+    where: str | None
+
+    def input_error(self, e: ValidationError) -> InputError:
+        """A shape advisor.Model refuses (e.g. hidden % heads), named by the Hugging Face key."""
+        err = e.errors()[0]
+        inner = (err.get("ctx") or {}).get("error")
+        if isinstance(inner, InputError):
+            return inner
+        fieldname = str(err["loc"][0]) if err["loc"] else ""
+        return InputError(f"hf_config.{_HF_KEY.get(fieldname, fieldname)}", err.get("input"),
+                          f"{err['msg']} (model_type '{self.model_type}')", _where(self.where))
+
+
+def model_fields_from_hf_config(path_or_dict: str | os.PathLike[str] | Mapping[str, Any], *,
+                                name: str | None = None) -> HFModelFields:
+    """The `advisor.Model` fields of a Hugging Face config.json (a path, a folder holding one, or a dict).
 
     `name` overrides the model's name (default: the config's `_name_or_path`, else the checkpoint
     folder's name for a `config.json`, else the file's stem, else the model_type). The parameter
@@ -190,16 +209,7 @@ def model_from_hf_config(path_or_dict: str | os.PathLike[str] | Mapping[str, Any
     elif fam.moe == "qwen3":
         _qwen3_moe(r, kwargs, layers)
 
-    try:
-        return Model(**kwargs)
-    except ValidationError as e:                 # a shape advisor.Model refuses (e.g. hidden % heads)
-        err = e.errors()[0]
-        inner = (err.get("ctx") or {}).get("error")
-        if isinstance(inner, InputError):
-            raise inner from None
-        fieldname = str(err["loc"][0]) if err["loc"] else ""
-        raise InputError(f"hf_config.{_HF_KEY.get(fieldname, fieldname)}", err.get("input"),
-                         f"{err['msg']} (model_type '{model_type}')", _where(where)) from None
+    return HFModelFields(kwargs, model_type, where)
 
 
 # Families whose config classes carry LlamaConfig's attention_bias / mlp_bias flags.
@@ -218,7 +228,7 @@ _HF_KEY = {"layers": _LAYERS[0], "hidden": _HIDDEN[0], "heads": _HEADS[0], "kv_h
 
 def _deepseek(r: "_Reader", kwargs: dict[str, Any]) -> None:
     """MLA and DeepSeekMoE keys (deepseek-ai/DeepSeek-V3 config.json; DeepseekV3Config)."""
-    kwargs["mla"] = MLA(
+    kwargs["mla"] = dict(      # pydantic builds the MLA
         q_lora_rank=r.optional(("q_lora_rank",)),          # null in DeepSeek-V2-Lite: q is not compressed
         kv_lora_rank=r.required(("kv_lora_rank",)),
         qk_nope_head_dim=r.required(("qk_nope_head_dim",)),

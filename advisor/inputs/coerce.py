@@ -1,0 +1,51 @@
+"""What callers pass (an advisor object, a dict of its fields, a preset name) as the advisor
+object, or an InputError naming the field: one place for every entry point (recommend, audit,
+estimate) so each rejects bad input with the same words."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import InputError
+from .layout import Layout
+from .specs import Cluster, Model, Training
+
+__all__ = ["coerce", "as_cluster", "as_model", "as_training", "as_layout", "resolve_layout"]
+
+
+def coerce(value: Any, cls, field: str, want: str, preset=None):
+    """`value` as an instance of `cls`: the instance itself, a dict of its fields, or (when `preset`
+    is given) a preset name; anything else is an InputError naming `field`."""
+    if isinstance(value, cls):
+        return value
+    if isinstance(value, dict):
+        return cls(**value)
+    if preset is not None and isinstance(value, str):
+        return preset(value)
+    raise InputError(field, value, want)
+
+
+def as_cluster(value: Any) -> Cluster:
+    return coerce(value, Cluster, "cluster", 'an advisor.Cluster or a dict such as {"gpu": "H100", "gpus": 64}')
+
+
+def as_model(value: Any) -> Model:
+    return coerce(value, Model, "model", "an advisor.Model, a preset name such as 'llama-3-70b', or a dict of "
+                                         "Model fields", preset=Model.preset)
+
+
+def as_training(value: Any) -> Training:
+    if value is None:
+        return Training()
+    return coerce(value, Training, "training", "an advisor.Training, a dict of its fields, or None")
+
+
+def as_layout(value: Any) -> Layout:
+    return coerce(value, Layout, "layout", "an advisor.Layout or a dict of its fields, e.g. {'tp': 8, 'pp': 4}")
+
+
+def resolve_layout(layout: Layout, cluster: Cluster) -> Layout:
+    """Fill an omitted dp from the GPU count (rounded down when it does not divide: M1 then reports it)."""
+    if layout.dp is not None:
+        return layout
+    return layout.model_copy(update={"dp": max(1, cluster.gpus // layout.model_parallel)})

@@ -1,0 +1,78 @@
+"""`Audit` and `Finding`: what `audit()` returns, and the findings a recommendation carries."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..costmodel import Estimate
+from ..inputs.layout import Layout
+from ..inputs.specs import Cluster, Model, Training
+from ..rulebook.load import Reference
+from .render import estimate_lines
+
+__all__ = ["Audit", "Finding", "Severity", "SEVERITY_ORDER"]
+
+Severity = Literal["error", "warning", "info"]
+SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+
+
+class Finding(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    rule_id: str
+    rule_version: int
+    severity: Severity
+    message: str
+    """The problem, with the formula and its values."""
+    fix: str
+    """A one-line remedy."""
+    facts: dict[str, Any] = Field(default_factory=dict)
+    """The facts the rule's condition read."""
+    references: list[Reference] = Field(default_factory=list)
+
+    def line(self) -> str:
+        return f"{self.severity.upper():<7} {self.rule_id}: {self.message}\n{'':8}fix: {self.fix}"
+
+
+class Audit(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    layout: Layout
+    """The layout judged, with dp and num_microbatches filled in where they were omitted."""
+    cluster: Cluster
+    model: Model
+    training: Training
+    findings: list[Finding]
+    """Errors first, then warnings, then info; within a severity, in rule firing order."""
+    estimates: Estimate | None = None
+    """The cost model's view of the layout, or None when its shape cannot be estimated."""
+    advisor_version: str
+    engine: str
+    ruleset_revision: str
+
+    @property
+    def ok(self) -> bool:
+        """True when no finding is an error (the frameworks would accept the layout)."""
+        return not self.errors
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "warning"]
+
+    def explain(self) -> str:
+        lay = self.layout
+        head = (f"Audit of {lay.framework} {lay.id} for {self.model.name} on {self.cluster.gpus} x {self.cluster.gpu.name}"
+                f" (seq {self.training.seq_len}, global batch {self.training.global_batch_size})")
+        counts = {s: sum(f.severity == s for f in self.findings) for s in SEVERITY_ORDER}
+        lines = [head, f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} note(s)"]
+        lines += [f.line() for f in self.findings]
+        if self.estimates is not None:
+            lines += ["", *estimate_lines(self.estimates)]
+        lines.append(f"\nadvisor {self.advisor_version}, engine {self.engine}, rules {self.ruleset_revision}")
+        return "\n".join(lines)

@@ -1,0 +1,64 @@
+"""`Recommendation`: the layout, its estimates, the checklist, the runners-up and the trace."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..costmodel import Estimate
+from ..inputs.layout import Framework, Layout
+from ..inputs.specs import Cluster, Model, Training
+from .audit import Finding
+from .render import recommendation_text, story
+from .trace import Trace
+
+__all__ = ["Recommendation", "Alternative", "ChecklistItem"]
+
+class ChecklistItem(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    rule_id: str
+    text: str
+
+
+class Alternative(BaseModel):
+    """A runner-up layout that also fits, with why the planner ranked it lower."""
+
+    model_config = ConfigDict(frozen=True)
+    layout: Layout
+    reason: str
+    memory_total: int
+    step_time: float | None = None
+
+
+class Recommendation(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    status: Literal["recommended", "infeasible"]
+    layout: Layout | None
+    framework: Framework | None
+    estimates: Estimate | None = None
+    """Memory, communication, bubble, step time and MFU of the chosen layout (None when infeasible)."""
+    cluster: Cluster
+    model: Model
+    training: Training
+    """The training settings used, with omitted fields resolved (see the trace's `input` events)."""
+    checklist: list[ChecklistItem] = Field(default_factory=list)
+    alternatives: list[Alternative] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+    """The audit of the chosen layout: never an error; warnings and notes worth reading."""
+    trace: Trace
+    candidates_examined: int = 0
+
+    @property
+    def memory(self):
+        """Per-GPU memory breakdown of the chosen layout (most-loaded rank), or None."""
+        return None if self.estimates is None else self.estimates.memory
+
+    def explain(self, level: Literal["summary", "full"] = "summary") -> str:
+        """Human-readable account: the layout, its memory, the rules that chose it, what lost, what to check."""
+        return recommendation_text(self, level)
+
+    def story(self) -> str:
+        """The decision in a few sentences: what the rules chose and why, what fit, what lost."""
+        return story(self)

@@ -1,0 +1,174 @@
+"""The text of the results: the estimate's bars and times, the pipeline split, a recommendation's
+account and its summary. No decision is made here; each function reads fields of the results."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import TYPE_CHECKING
+
+from ..costmodel import Estimate
+from ..inputs.layout import Layout
+from ..inputs.pipeline import stage_layers, virtual_stage_layers
+from ..inputs.specs import Model
+from ..inputs.units import format_bytes
+
+if TYPE_CHECKING:
+    from .recommendation import Recommendation
+
+__all__ = ["estimate_lines", "pipeline_line", "recommendation_text", "story"]
+
+_BAR = 40
+
+
+def estimate_lines(est: Estimate) -> list[str]:
+    """Per-GPU memory as a bar per term against capacity, then time and communication."""
+    m = est.memory
+    gib = 2**30
+    terms = [("weights", m.weights), ("gradients", m.gradients), ("optimizer", m.optimizer),
+             ("activations", m.activations), ("buffers", m.buffers), ("reserve", m.reserve)]
+    lines = [f"Memory per GPU (most-loaded rank, stage {m.stage}): {m.total / gib:.1f} of {m.capacity / gib:.1f} GiB, "
+             f"headroom {m.headroom / gib:.1f} GiB"]
+    for name, value in terms:
+        bar = "#" * round(_BAR * value / m.capacity) if m.capacity else ""
+        lines.append(f"  {name:<12}{value / gib:>7.1f} GiB  {bar}")
+    if m.offloaded_to_host or m.offloaded_to_nvme:
+        lines.append(f"  offloaded   {m.offloaded_to_host / gib:>7.1f} GiB to host, {m.offloaded_to_nvme / gib:.1f} GiB to NVMe")
+    comm = ", ".join(f"{dim} {getattr(est.comm, dim).seconds:.2f} s ({getattr(est.comm, dim).link})"
+                     for dim in ("tp", "pp", "dp", "cp", "ep") if getattr(est.comm, dim).seconds > 0)
+    lines += [
+        f"Step {est.step_time:.2f} s: compute {est.compute_time:.2f} s, bubble {est.bubble_fraction:.1%}, "
+        f"exposed comm {est.exposed_comm_time:.2f} s, optimizer {est.optimizer_time:.2f} s",
+        f"Throughput {est.tokens_per_second:,.0f} tokens/s, MFU {est.mfu:.1%}, comm/compute ratio {est.comm_ratio:.2f}",
+    ]
+    if comm:
+        lines.append(f"Communication per step (before overlap): {comm}")
+    return lines
+
+
+def _runs(sizes: list[int]) -> str:
+    """7 | 8 x14 | 7: a split with its repeats folded."""
+    runs: list[list[int]] = []
+    for n in sizes:
+        if runs and runs[-1][0] == n:
+            runs[-1][1] += 1
+        else:
+            runs.append([n, 1])
+    return " | ".join(f"{n} x{k}" if k > 1 else str(n) for n, k in runs)
+
+
+def pipeline_line(layout: Layout, model: Model) -> str | None:
+    """The layers per pipeline stage the estimate assumed (context.stage_layers) and, for Megatron-LM,
+    the flags that make the framework run that split; None without a pipeline."""
+    if layout.pp == 1:
+        return None
+    split = stage_layers(model.layers, layout.pp)
+    even = len(set(split)) == 1
+    text = f"Pipeline: {model.layers} layers over {layout.pp} stages" + (f" of {split[0]}" if even else f", {_runs(split)}")
+    megatron = layout.framework == "megatron"
+    chunks = virtual_stage_layers(model.layers, layout.pp, layout.vpp) if layout.vpp > 1 else None
+    if chunks and len(set(chunks)) == 1:
+        text += f"; {layout.vpp} virtual stages of {chunks[0]} per rank"
+        if megatron:
+            text += f" (--num-layers-per-virtual-pipeline-stage {chunks[0]})"
+    elif chunks:
+        text += f"; each rank in {layout.vpp} virtual stages of {min(chunks)}-{max(chunks)} layers"
+        if megatron:
+            text += " (--pipeline-model-parallel-layout, which the Megatron export writes)"
+    elif not even and megatron:
+        text += f" (--decoder-first-pipeline-num-layers {split[0]} --decoder-last-pipeline-num-layers {split[-1]})"
+    return text
+
+
+
+def recommendation_text(rec: "Recommendation", level: str = "summary") -> str:
+    """Human-readable account: the layout, its memory, the rules that chose it, what lost, what to check."""
+    c, m, t = rec.cluster, rec.model, rec.training
+    lines = [
+        f"{m.name} ({m.params / 1e9:.1f}B params) on {c.gpus} x {c.gpu.name} "
+        f"({c.nodes} node{'s' if c.nodes > 1 else ''} x {c.gpus_in_node}, NVLink domain {c.nvlink_domain}), "
+        f"seq {t.seq_len}, global batch {t.global_batch_size}, {t.precision}",
+    ]
+    lines += ["", textwrap.fill(story(rec), width=100), ""]
+    if rec.layout is None:
+        lines.append("No layout could be recommended: see the rejections below.")
+    else:
+        lay = rec.layout
+        extras = [f"SP {'on' if lay.sp else 'off'}", f"recompute {lay.recompute}",
+                  f"micro-batch {lay.micro_batch_size} x {lay.num_microbatches}"]
+        if lay.offload != "none":
+            extras.append(f"offload {lay.offload} to {lay.offload_device}")
+        lines.append(f"Recommendation: {rec.framework}  {lay.id}  ({', '.join(extras)})")
+        pipeline = pipeline_line(lay, m)
+        if pipeline:
+            lines.append(pipeline)
+    if rec.estimates is not None:
+        lines += ["", *estimate_lines(rec.estimates)]
+    fired = [e for e in rec.trace.events if e.op == "fire"]
+    if fired:
+        lines += ["", "Why (rules that fired, in order):"]
+        for e in fired:
+            lines.append(f"  - {e.rule_id}: {e.message}")
+            if e.effect and e.effect not in ("checklist item", "note"):
+                lines.append(f"      -> {e.effect}")
+            if level == "full":
+                facts = ", ".join(f"{k}={v}" for k, v in e.facts.items())
+                lines.append(f"      facts: {facts}")
+                lines += [f"      ref: {r.title} ({r.url or r.path})" for r in e.references]
+    planner = [e for e in rec.trace.events if e.op in ("reject", "note", "input")]
+    if planner:
+        lines += ["", "Assumptions, rejections and notes:"]
+        lines += [f"  - {e.op}: {(e.candidate + ': ') if e.candidate else ''}{e.message}" for e in planner]
+    if rec.alternatives:
+        lines += ["", "Alternatives (also fit, ranked lower):"]
+        for a in rec.alternatives:
+            lines.append(f"  - {a.layout.id} ({format_bytes(a.memory_total)} per GPU): {a.reason}")
+    if rec.findings:
+        lines += ["", "Audit of the choice:"]
+        for f in rec.findings:
+            lines.append(f"  {f.severity}: {f.message} [{f.rule_id}]")
+            if f.severity != "info":
+                lines.append(f"      fix: {f.fix}")
+    if rec.checklist:
+        lines += ["", "Checklist:"]
+        lines += [f"  {i}. {item.text}  [{item.rule_id}]" for i, item in enumerate(rec.checklist, 1)]
+    if level == "full":
+        lines += ["", "Trace:", rec.trace.render()]
+        if rec.trace.not_fired:
+            lines += ["", "Did not fire (the conditions that did not hold):"]
+            lines += [f"  - {n.rule_id}: {'; '.join(n.failed)}" for n in rec.trace.not_fired]
+    return "\n".join(lines)
+
+
+def story(rec: "Recommendation") -> str:
+    """The decision in a few sentences: what the rules chose and why, what fit, what lost."""
+    fired = [e for e in rec.trace.events if e.op == "fire"]
+    chose = [e for e in fired if e.effect and ("framework =" in e.effect or "strategy =" in e.effect)
+             and "overridden" not in e.effect]
+    parts = []
+    if chose:
+        parts.append(f"Rule {chose[0].rule_id}: {chose[0].message}.")
+    limits = [e for e in fired if e.effect and "<=" in e.effect and e.rule_id not in {c.rule_id for c in chose}]
+    if limits:
+        parts.append(f"Rule {limits[0].rule_id}: {limits[0].message}.")
+    # the last search's count: when the choice moved to the other family, that search made it
+    counted = next((e.message for e in reversed(rec.trace.events) if e.op == "note" and "layouts fit" in e.message),
+                   None)
+    if rec.layout is None:
+        reason = next((e.message for e in reversed(rec.trace.events) if e.op == "reject"), "nothing fits")
+        parts.append(f"No layout could be recommended: {reason}.")
+        return " ".join(parts)
+    est = rec.estimates
+    moved = next((e.message for e in rec.trace.events if e.op == "note" and "overrides rule" in e.message), None)
+    if moved:
+        parts.append(f"But {moved[0].lower()}{moved[1:]}.")
+    parts.append(
+        f"Search: {counted or 'candidates ranked by estimated step time'}. The pick, {rec.layout.id}: "
+        f"est. {est.step_time:.2f} s per step, MFU {est.mfu:.0%}, "
+        f"{est.memory.total / 2**30:.0f} of {est.memory.capacity / 2**30:.0f} GiB per GPU.")
+    if rec.alternatives:
+        a = rec.alternatives[0]
+        parts.append(f"Runner-up {a.layout.id}: {a.reason}.")
+    family = next((a for a in rec.alternatives if a.reason.startswith("family ")), None)
+    if family is not None and family is not rec.alternatives[0]:
+        parts.append(f"{family.layout.id}: {family.reason}.")
+    return " ".join(parts)
