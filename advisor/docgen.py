@@ -23,11 +23,16 @@ from typing import Any, Callable
 from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema
 
+from .costmodel import Estimate
 from .facts import CATALOGUE, LAYOUT_GROUPS
 from .inputs import specs, units
+from .inputs.layout import Layout
+from .inputs.specs import GPU, Cluster, Model, Training
+from .results.audit import Audit
+from .results.recommendation import Recommendation
 from .rulebook.actions import Finding as FindingAction
 from .rulebook.actions import Limit
-from .rulebook.load import _PLACEHOLDER_RE, ID_RE, MAX_RULES_PER_FILE, Rule, RuleBook, RuleSpec, load_rulebook
+from .rulebook.load import ID_RE, LEAF_RE, MAX_RULES_PER_FILE, PLACEHOLDER_RE, Rule, RuleBook, RuleSpec, load_rulebook
 
 __all__ = ["schemas", "rules_markdown", "facts_markdown", "generate", "stale", "main", "repo_root"]
 
@@ -117,14 +122,12 @@ def _model_schema(model: type[BaseModel], mode: str, description: str | None = N
 
 
 def _condition_schema() -> dict[str, Any]:
-    from .rulebook.load import _LEAF_RE
-
     return {
         "description": "A condition: '<group>.<fact> <op> <literal>' with op one of == != < <= > >= in, "
                        "or a table with exactly one key, `all` or `any`, holding a non-empty list of conditions. "
                        "Fact names are listed in docs/facts.md.",
         "anyOf": [
-            {"type": "string", "pattern": _LEAF_RE.pattern, "examples": ["cluster.gpus <= 32"]},
+            {"type": "string", "pattern": LEAF_RE.pattern, "examples": ["cluster.gpus <= 32"]},
             {"type": "object", "additionalProperties": False, "minProperties": 1, "maxProperties": 1,
              "properties": {key: {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/Condition"}}
                             for key in ("all", "any")}},
@@ -201,8 +204,6 @@ def _tiers_schema() -> dict[str, Any]:
 
 def schemas(book: RuleBook) -> dict[str, dict[str, Any]]:
     """File name -> JSON Schema, for every file in schemas/."""
-    from . import GPU, Audit, Cluster, Estimate, Layout, Model, Recommendation, Training  # public names
-
     return {
         "cluster.schema.json": _model_schema(Cluster, "validation"),
         "gpu.schema.json": _model_schema(GPU, "validation"),
@@ -442,7 +443,7 @@ _GROUP_TEXT = {
 def _facts_used(rule: Rule) -> list[str]:
     """Facts a rule names anywhere: its condition, message, finding fixes and limit bounds."""
     texts = [rule.spec.message] + [a.fix for a in rule.spec.then if isinstance(a, FindingAction)]
-    named = list(rule.fields) + [m.group(1) for t in texts for m in _PLACEHOLDER_RE.finditer(t)]
+    named = list(rule.fields) + [m.group(1) for t in texts for m in PLACEHOLDER_RE.finditer(t)]
     named += [b for a in rule.spec.then if isinstance(a, Limit) for b in (a.max, a.min) if isinstance(b, str)]
     return list(dict.fromkeys(named))
 

@@ -4,16 +4,11 @@ account and its summary. No decision is made here; each function reads fields of
 from __future__ import annotations
 
 import textwrap
-from typing import TYPE_CHECKING
-
 from ..costmodel import Estimate
 from ..inputs.layout import Layout
 from ..inputs.pipeline import stage_layers, virtual_stage_layers
 from ..inputs.specs import Model
 from ..inputs.units import format_bytes
-
-if TYPE_CHECKING:
-    from .recommendation import Recommendation
 
 __all__ = ["estimate_lines", "pipeline_line", "recommendation_text", "story"]
 
@@ -80,8 +75,9 @@ def pipeline_line(layout: Layout, model: Model) -> str | None:
 
 
 
-def recommendation_text(rec: "Recommendation", level: str = "summary") -> str:
-    """Human-readable account: the layout, its memory, the rules that chose it, what lost, what to check."""
+def recommendation_text(rec, level: str = "summary") -> str:
+    """The account of a Recommendation `rec` (untyped: its module imports this one): the layout, its
+    memory, the rules that chose it, what lost, what to check."""
     c, m, t = rec.cluster, rec.model, rec.training
     lines = [
         f"{m.name} ({m.params / 1e9:.1f}B params) on {c.gpus} x {c.gpu.name} "
@@ -139,8 +135,8 @@ def recommendation_text(rec: "Recommendation", level: str = "summary") -> str:
     return "\n".join(lines)
 
 
-def story(rec: "Recommendation") -> str:
-    """The decision in a few sentences: what the rules chose and why, what fit, what lost."""
+def story(rec) -> str:
+    """A Recommendation's decision in a few sentences: what the rules chose and why, what fit, what lost."""
     fired = [e for e in rec.trace.events if e.op == "fire"]
     chose = [e for e in fired if e.effect and ("framework =" in e.effect or "strategy =" in e.effect)
              and "overridden" not in e.effect]

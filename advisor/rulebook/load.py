@@ -35,8 +35,8 @@ __all__ = ["Reference", "RuleSpec", "Rule", "RuleBook", "load_rulebook", "builti
 MAX_RULES_PER_FILE = 60          # durable_rules' 64-entry alpha stack (research/durable-rules.md §4.5)
 MAX_RULE_FILE_BYTES = 512 * 1024
 ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)+$")
-_LEAF_RE = re.compile(r"^\s*([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)\s*(==|!=|<=|>=|<|>|\bin\b)\s*(.+?)\s*$")
-_PLACEHOLDER_RE = re.compile(r"\{([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)(?::([^{}]*))?\}")
+LEAF_RE = re.compile(r"^\s*([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)\s*(==|!=|<=|>=|<|>|\bin\b)\s*(.+?)\s*$")
+PLACEHOLDER_RE = re.compile(r"\{([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)(?::([^{}]*))?\}")
 _FORMAT_SPEC_RE = re.compile(r"^[<>^]?[0-9]*,?(\.[0-9]+)?[dfg%]?$")
 
 
@@ -135,7 +135,7 @@ def parse_condition(node: Any, where: tuple[str, str | None, str]) -> dict[str, 
     """Parse a `when` value into the condition tree; `where` = (path, rule id, field) for errors."""
     path, rule_id, fld = where
     if isinstance(node, str):
-        m = _LEAF_RE.match(node)
+        m = LEAF_RE.match(node)
         if not m:
             raise RuleFileError(path, rule_id, fld, node, "'<group>.<field> <op> <literal>' with op in == != < <= > >= in")
         name, op, raw = m.groups()
@@ -186,7 +186,7 @@ def render_message(template: str, facts: dict[str, dict[str, Any]]) -> str:
         group, name = m.group(1).split(".", 1)
         value = facts[group][name]
         return format(value, m.group(2)) if m.group(2) else str(value).lower() if isinstance(value, bool) else str(value)
-    return _PLACEHOLDER_RE.sub(sub, template)
+    return PLACEHOLDER_RE.sub(sub, template)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -287,7 +287,7 @@ def _compile_file(path: Path, file_index: int, tiers: dict[str, int], seen: dict
 
 
 def _check_template(text: str, scope: str, where) -> None:
-    for m in _PLACEHOLDER_RE.finditer(text):
+    for m in PLACEHOLDER_RE.finditer(text):
         if m.group(1) not in CATALOGUE:
             raise RuleFileError(*where, m.group(0), "a placeholder naming a known fact")
         if m.group(2) is not None and not _FORMAT_SPEC_RE.match(m.group(2)):
