@@ -18,7 +18,7 @@ if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
 # the test modules that pin golden files
-MODULES = ("test_search_speed_identity", "test_estimate_speed_identity")
+MODULES = ("test_search_speed_identity", "test_estimate_speed_identity", "test_golden_scenarios")
 
 
 def all_goldens() -> dict:
