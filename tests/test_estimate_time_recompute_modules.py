@@ -6,13 +6,12 @@
 - element-wise kernels: a third of `elementwise_traffic` x the module's stored bytes per token;
 - "moe": Megatron-Core's MoE checkpoint re-runs dispatch and combine (moe_layer.py), 6 all-to-alls
   per MoE layer instead of 4;
-- the default ("core_attn",) is the old path, bit for bit (tests/test_estimate_speed_identity.py
-  freezes it; re-checked here for its selective cases), and none <= selective <= full.
+- the default ("core_attn",) is the old path (tests/test_estimate_speed_identity.py pins it in
+  golden files; re-checked here for its selective cases), and none <= selective <= full.
 """
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 
 import pytest
@@ -98,19 +97,18 @@ def test_default_modules_add_nothing():
                                     _A(*MODULES)) is None
 
 
-def test_selective_cases_of_the_frozen_digests_are_unchanged():
-    """The default path evaluates the expressions it always did: the frozen digests of
+def test_selective_cases_of_the_golden_files_are_unchanged():
+    """The default path evaluates the expressions it always did: the golden files of
     tests/test_estimate_speed_identity.py, for its selective-recompute cases."""
-    from test_estimate_speed_identity import CASES, EXPECTED, case_objects
+    from golden_files import check, estimate_data
+    from test_estimate_speed_identity import CASES, case_objects, golden_name
 
     checked = 0
     for case in CASES:
         cluster, model, layout, training, A = case_objects(case)
         if layout.recompute != "selective":
             continue
-        est = advisor.estimate(cluster, model, layout, training, A)
-        assert hashlib.sha256(repr(est.model_dump()).encode()).hexdigest() == EXPECTED[case[0]][0], case[0]
-        assert est.step_time == EXPECTED[case[0]][2]
+        check(golden_name(case), estimate_data(advisor.estimate(cluster, model, layout, training, A)))
         checked += 1
     assert checked >= 3
 
