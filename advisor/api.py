@@ -19,6 +19,7 @@ from .inputs.coerce import as_cluster, as_model, as_training
 from .inputs.specs import resolve_training
 from .planner import plan
 from .results.recommendation import Alternative, ChecklistItem, Recommendation
+from .results.render import effect_text
 from .results.trace import NotFired, Trace, TraceEvent
 from .rulebook.actions import Decisions
 from .rulebook.load import render_message
@@ -75,14 +76,11 @@ def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path,
     for rule_id in fired:
         rule = book.rules[rule_id]
         message = render_message(rule.spec.message, facts)
-        effects, overridden = [], None
-        for action in rule.spec.then:
-            text, lost_to = decisions.apply(rule_id, action, facts, message)
-            effects.append(text)
-            overridden = overridden or lost_to
+        effects = [e for action in rule.spec.then for e in decisions.apply(rule_id, action, facts, message)]
         add("fire", message, rule_id=rule_id, rule_version=rule.spec.version, tier=rule.spec.tier,
             facts={f: facts[f.split(".")[0]][f.split(".")[1]] for f in rule.fields},
-            effect="; ".join(effects), overridden_by=overridden,
+            effect=effect_text(effects), effects=effects,
+            overridden_by=next((e.overridden_by for e in effects if e.overridden_by), None),
             references=list(rule.spec.references))
 
     def legality_errors(layout, est):

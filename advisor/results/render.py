@@ -9,10 +9,35 @@ from ..inputs.layout import Layout
 from ..inputs.pipeline import stage_layers, virtual_stage_layers
 from ..inputs.specs import Model
 from ..inputs.units import format_bytes
+from ..rulebook.actions import Effect
 
-__all__ = ["estimate_lines", "pipeline_line", "recommendation_text", "story"]
+__all__ = ["effect_text", "estimate_lines", "pipeline_line", "recommendation_text", "story"]
 
 _BAR = 40
+_CHOICE_WORDS = {"framework": "framework", "zero_stages": "ZeRO stages allowed", "strategy": "strategy"}
+
+
+def effect_text(effects: list[Effect]) -> str:
+    """A fired rule's effects as one line: "framework = megatron; tp <= cluster.nvlink_domain(8)"."""
+    return "; ".join(_one_effect(e) for e in effects)
+
+
+def _one_effect(e: Effect) -> str:
+    if e.kind == "choose":
+        text = f"{_CHOICE_WORDS[e.field]} = {e.value}"
+        if e.overridden_by is not None:
+            return text + f" (overridden: {e.overridden_by} chose {e.kept})"
+        return text + (" (agrees)" if e.kept is not None else "")
+    if e.kind == "limit":
+        shown = f"{e.source}({e.value})" if e.source else str(e.value)
+        text = f"{e.field} {'<=' if e.bound == 'max' else '>='} {shown}"
+        return text + (f" (already {e.kept})" if e.kept is not None else "")
+    if e.kind == "enable":
+        return f"enable {e.field}"
+    if e.kind == "finding":
+        return f"{e.value} finding"
+    return "checklist item" if e.kind == "checklist" else "note"
+
 
 
 def estimate_lines(est: Estimate) -> list[str]:
@@ -138,12 +163,13 @@ def recommendation_text(rec, level: str = "summary") -> str:
 def story(rec) -> str:
     """A Recommendation's decision in a few sentences: what the rules chose and why, what fit, what lost."""
     fired = [e for e in rec.trace.events if e.op == "fire"]
-    chose = [e for e in fired if e.effect and ("framework =" in e.effect or "strategy =" in e.effect)
-             and "overridden" not in e.effect]
+    chose = [e for e in fired if any(x.kind == "choose" and x.field in ("framework", "strategy")
+                                     and x.overridden_by is None for x in e.effects)]
     parts = []
     if chose:
         parts.append(f"Rule {chose[0].rule_id}: {chose[0].message}.")
-    limits = [e for e in fired if e.effect and "<=" in e.effect and e.rule_id not in {c.rule_id for c in chose}]
+    limits = [e for e in fired if any(x.kind == "limit" and x.bound == "max" for x in e.effects)
+              and e.rule_id not in {c.rule_id for c in chose}]
     if limits:
         parts.append(f"Rule {limits[0].rule_id}: {limits[0].message}.")
     # the last search's count: when the choice moved to the other family, that search made it

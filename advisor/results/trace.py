@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..rulebook.actions import Effect
 from ..rulebook.load import Reference
 
 __all__ = ["TraceEvent", "Trace", "NotFired"]
@@ -31,6 +32,9 @@ class TraceEvent(BaseModel):
     facts: dict[str, Any] = Field(default_factory=dict)
     """The facts the rule's condition read, with their values (for `fire`)."""
     effect: str | None = None
+    """The fired rule's effects as one line of text (for `fire`)."""
+    effects: list[Effect] = Field(default_factory=list)
+    """The same effects as data: what each action chose, bounded, enabled or added (for `fire`)."""
     references: list[Reference] = Field(default_factory=list)
     candidate: str | None = None
     """Layout id, for `reject` and `choose`."""

@@ -12,15 +12,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from ..inputs.layout import Framework
 
-__all__ = ["Action", "Decisions", "Finding", "Strategy", "Dimension", "Feature"]
+__all__ = ["Action", "Decisions", "Effect", "Finding", "Strategy", "Dimension", "Feature"]
 
 Strategy = Literal["zero-dp", "model-parallel"]
 Dimension = Literal["tp", "pp", "cp", "ep", "dp"]
-Feature = Literal["sp", "flash_attention", "cp", "distributed_optimizer", "offload", "tp_before_pp", "ep_over_tp"]
+# Every feature is read by the planner (tests/test_actions.py shows each changes what it searches or
+# prefers): sp, Megatron sequence parallelism on TP layouts; cp, context-parallel layouts for long
+# sequences; tp_before_pp and ep_over_tp, the tie-break orders. The distributed optimizer is
+# `allow_zero [1]` under Megatron, FlashAttention is the caller's Training.flash_attention.
+Feature = Literal["sp", "cp", "tp_before_pp", "ep_over_tp"]
 
 
 class _Action(BaseModel):
@@ -83,6 +87,33 @@ Action = Annotated[
 ]
 
 
+class Effect(BaseModel):
+    """What one action of a fired rule did, as data. The trace keeps it; the explanation renders it
+    (results.render.effect_text); nothing parses the text back."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["choose", "limit", "enable", "checklist", "finding", "note"]
+    field: str | None = None
+    """choose: framework, zero_stages or strategy; limit: the dimension; enable: the feature."""
+    value: str | int | list[int] | None = None
+    """choose: the value chosen; limit: the bound; finding: the severity."""
+    bound: Literal["max", "min"] | None = None
+    """limit: which side it bounds."""
+    source: str | None = None
+    """limit: the fact the bound was read from (e.g. "cluster.nvlink_domain"), when it was not a number."""
+    kept: str | int | list[int] | None = None
+    """limit: the tighter bound already in force (this one changed nothing); choose: the earlier value
+    it agrees with or lost to."""
+    overridden_by: str | None = None
+    """choose: the earlier rule whose different choice stands."""
+
+    @model_serializer(mode="wrap")
+    def _without_unset(self, handler):
+        # Each kind uses two or three of the fields; the decision log shows only those.
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+
 @dataclass
 class Bound:
     value: int
@@ -101,48 +132,47 @@ class Decisions:
     features: dict[str, str] = field(default_factory=dict)   # feature -> rule id
     checklist: list[tuple[str, str]] = field(default_factory=list)   # (rule id, text)
 
-    def apply(self, rule_id: str, action: _Action, facts: dict, message: str) -> tuple[str, str | None]:
-        """Apply one action; returns (effect text, overriding rule id if this choice lost)."""
+    def apply(self, rule_id: str, action: _Action, facts: dict, message: str) -> list[Effect]:
+        """Apply one action; returns what it did (a limit with both sides does two things)."""
         if isinstance(action, UseFramework):
-            return self._choose("framework", action.framework, rule_id, f"framework = {action.framework}")
+            return [self._choose("framework", action.framework, rule_id)]
         if isinstance(action, AllowZero):
-            stages = tuple(sorted(set(action.stages)))
-            return self._choose("zero_stages", stages, rule_id, f"ZeRO stages allowed = {list(stages)}")
+            return [self._choose("zero_stages", tuple(sorted(set(action.stages))), rule_id)]
         if isinstance(action, UseStrategy):
-            return self._choose("strategy", action.strategy, rule_id, f"strategy = {action.strategy}")
+            return [self._choose("strategy", action.strategy, rule_id)]
         if isinstance(action, Limit):
-            texts = []
-            for side, raw in (("max", action.max), ("min", action.min)):
-                if raw is None:
-                    continue
-                value = _resolve(raw, facts)
-                bounds = getattr(self, side)
-                current = bounds.get(action.dimension)
-                tighter = current is None or (value < current.value if side == "max" else value > current.value)
-                if tighter:
-                    bounds[action.dimension] = Bound(value, rule_id)
-                op = "<=" if side == "max" else ">="
-                shown = f"{raw}({value})" if isinstance(raw, str) else str(value)
-                texts.append(f"{action.dimension} {op} {shown}" + ("" if tighter else f" (already {current.value})"))
-            return "; ".join(texts), None
+            return [self._bound(side, raw, action.dimension, rule_id, facts)
+                    for side, raw in (("max", action.max), ("min", action.min)) if raw is not None]
         if isinstance(action, Enable):
             self.features.setdefault(action.feature, rule_id)
-            return f"enable {action.feature}", None
+            return [Effect(kind="enable", field=action.feature)]
         if isinstance(action, Finding):
-            return f"{action.severity} finding", None
+            return [Effect(kind="finding", value=action.severity)]
         if isinstance(action, Checklist):
             self.checklist.append((rule_id, message))
-            return "checklist item", None
-        return "note", None
+            return [Effect(kind="checklist")]
+        return [Effect(kind="note")]
 
-    def _choose(self, name: str, value, rule_id: str, text: str) -> tuple[str, str | None]:
+    def _choose(self, name: str, value, rule_id: str) -> Effect:
         current = getattr(self, name)
+        shown = list(value) if isinstance(value, tuple) else value
         if current is None:
             setattr(self, name, (value, rule_id))
-            return text, None
+            return Effect(kind="choose", field=name, value=shown)
+        kept = list(current[0]) if isinstance(current[0], tuple) else current[0]
         if current[0] == value:
-            return text + " (agrees)", None
-        return text + f" (overridden: {current[1]} chose {current[0]})", current[1]
+            return Effect(kind="choose", field=name, value=shown, kept=kept)
+        return Effect(kind="choose", field=name, value=shown, kept=kept, overridden_by=current[1])
+
+    def _bound(self, side: str, raw: int | str, dimension: str, rule_id: str, facts: dict) -> Effect:
+        value = _resolve(raw, facts)
+        bounds = getattr(self, side)
+        current = bounds.get(dimension)
+        tighter = current is None or (value < current.value if side == "max" else value > current.value)
+        if tighter:
+            bounds[dimension] = Bound(value, rule_id)
+        return Effect(kind="limit", field=dimension, value=value, bound=side,
+                      source=raw if isinstance(raw, str) else None, kept=None if tighter else current.value)
 
     def upper(self, dimension: str) -> int | None:
         b = self.max.get(dimension)
