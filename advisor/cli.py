@@ -96,7 +96,7 @@ def _situation(args):
 
 
 def _export(fmt: str, layout, model, training, cluster) -> str:
-    from . import exporters
+    from . import export as exporters
 
     if fmt == "megatron":
         return exporters.megatron_command(layout, model, training, cluster)
