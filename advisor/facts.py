@@ -131,7 +131,8 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("check.seq_mod_tp_2cp", int, "seq_len % (tp * 2 * cp) (torchtitan)"),
     ("check.experts_mod_ep", int, "experts % ep"),
     ("check.world_mod_expert_grid", int, "cluster.gpus % (etp * ep * pp) (Megatron expert grid)"),
-    ("check.dp_cp_tp_mod_ep", int, "(dp * cp * tp) % ep (torchtitan: EP borrows FSDP and TP ranks)"),
+    ("check.dp_cp_tp_mod_ep", int, "(dp * cp * tp) % ep with the whole dp; no built-in rule reads it since "
+     "torchtitan.ep-borrows-fsdp-and-tp v2, which counts FSDP ranks only (check.dp_shard_cp_tp_mod_ep)"),
     ("check.etp_equals_tp", bool, "etp == tp (the expert layers keep the dense layers' TP)"),
     ("check.torchtitan_dp_shard", int, "torchtitan's data_parallel_shard_degree as advisor exports it: dp when "
      "zero_stage >= 2 (FSDP), else 1 (dp is then data_parallel_replicate_degree)"),
