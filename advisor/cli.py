@@ -96,13 +96,13 @@ def _situation(args):
 
 
 def _export(fmt: str, layout, model, training, cluster) -> str:
-    from . import exporters
+    from . import export
 
     if fmt == "megatron":
-        return exporters.megatron_command(layout, model, training, cluster)
+        return export.megatron_command(layout, model, training, cluster)
     if fmt == "deepspeed":
-        return json.dumps(exporters.deepspeed_config(layout, model, training, cluster), indent=2)
-    return exporters.torchtitan_toml(layout, model, training, cluster)
+        return json.dumps(export.deepspeed_config(layout, model, training, cluster), indent=2)
+    return export.torchtitan_toml(layout, model, training, cluster)
 
 
 def _assumptions(items: list[str]):

@@ -17,10 +17,11 @@ from .costmodel.memory import model_state_bytes_per_param
 from .errors import InputError
 from .inputs.architecture import count_parameters
 from .inputs.layout import Layout
+from .inputs.pipeline import virtual_stage_layers
 from .inputs.specs import Cluster, Model, Training
 
 __all__ = ["FactSpec", "CATALOGUE", "LAYOUT_GROUPS", "build_facts", "build_layout_facts", "zero_only_fits",
-           "state_bytes_per_param", "ZERO_ONLY_MAX_GPUS"]
+           "state_bytes_per_param", "torchtitan_layers_per_stage", "ZERO_ONLY_MAX_GPUS"]
 
 GIB = 2**30
 
@@ -92,7 +93,9 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("sizing.states_fit_node", bool, "model states fit in one server's GPU memory"),
     ("sizing.layer_gib", float, "one transformer layer's model states, GiB (largest layer)"),
     ("sizing.layer_fits_gpu", bool, "one layer's model states fit in one GPU"),
-    ("model.max_position", int, "longest supported position (max_position_embeddings); seq_len when unknown"),
+    ("model.max_position", int, "longest supported position (max_position_embeddings); when unknown the model's "
+     "pretraining context, else training.seq_len"),
+    ("model.position_embedding", str, "rope, learned (an absolute position table of max_position rows) or alibi"),
     # --- scope "layout": the layout under audit, and numbers derived from it -------------------
     ("layout.framework", str, "megatron, deepspeed, megatron+deepspeed or torchtitan"),
     ("layout.tp", int, "tensor-parallel degree"),
@@ -128,7 +131,19 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("check.seq_mod_tp_2cp", int, "seq_len % (tp * 2 * cp) (torchtitan)"),
     ("check.experts_mod_ep", int, "experts % ep"),
     ("check.world_mod_expert_grid", int, "cluster.gpus % (etp * ep * pp) (Megatron expert grid)"),
-    ("check.dp_cp_tp_mod_ep", int, "(dp * cp * tp) % ep (torchtitan: EP borrows FSDP and TP ranks)"),
+    ("check.dp_cp_tp_mod_ep", int, "(dp * cp * tp) % ep with the whole dp; no built-in rule reads it since "
+     "torchtitan.ep-borrows-fsdp-and-tp v2, which counts FSDP ranks only (check.dp_shard_cp_tp_mod_ep)"),
+    ("check.etp_equals_tp", bool, "etp == tp (the expert layers keep the dense layers' TP)"),
+    ("check.torchtitan_dp_shard", int, "torchtitan's data_parallel_shard_degree as advisor exports it: dp when "
+     "zero_stage >= 2 (FSDP), else 1 (dp is then data_parallel_replicate_degree)"),
+    ("check.ep_mod_cp", int, "ep % cp (torchtitan, etp == tp: EP borrows all of CP)"),
+    ("check.dp_shard_cp_mod_ep", int, "(torchtitan_dp_shard * cp) % ep (torchtitan, etp == tp)"),
+    ("check.ep_mod_cp_tp", int, "ep % (cp * tp) (torchtitan, etp == 1: EP borrows all of CP and TP)"),
+    ("check.dp_shard_cp_tp_mod_ep", int, "(torchtitan_dp_shard * cp * tp) % ep (torchtitan, etp == 1)"),
+    ("check.virtual_stages_fit", bool, "vpp == 1, pp == 1, or every one of the pp * vpp model chunks of the "
+     "interleaved split (estimate.context.virtual_stage_layers) gets at least one layer"),
+    ("check.torchtitan_stages_fit", bool, "vpp <= 2, pp == 1, or some pipeline_parallel_layers_per_stage k gives "
+     "ceil((layers + 2) / k) == pp * vpp stages (torchtitan pipeline_parallel.py)"),
     ("check.tp_times_ep", int, "etp * ep, the ranks of one expert all-to-all group"),
     ("check.bubble_percent", float, "pipeline bubble, 100 * (pp - 1) / (vpp * microbatches)"),
     ("check.vocab_padded", int, "vocab padded to a multiple of 128 * tp (Megatron M22)"),
@@ -191,7 +206,8 @@ def build_facts(cluster: Cluster, model: Model, training: Training) -> dict[str,
             "is_moe": model.is_moe,
             "experts": model.experts,
             "experts_per_token": model.experts_per_token,
-            "max_position": model.max_position or training.seq_len,
+            "max_position": model.max_position or model.seq_len or training.seq_len,
+            "position_embedding": model.position_embedding,
         },
         "training": {
             "seq_len": training.seq_len,
@@ -211,6 +227,18 @@ def build_facts(cluster: Cluster, model: Model, training: Training) -> dict[str,
             "layer_fits_gpu": layer_states <= gpu_bytes,
         },
     }
+
+
+def torchtitan_layers_per_stage(layers: int, pp: int, vpp: int) -> int | None:
+    """torchtitan's pipeline_parallel_layers_per_stage for pp * vpp stages, or None when no k fits.
+
+    torchtitan's pipeline_llm (torchtitan/distributed/pipeline_parallel.py, commit 02ef790c) makes
+    ceil((layers + first_less + last_less) / k) stages, with first_less = last_less = 1 by default
+    (the embedding and the output each count as one layer); the stages must be pp * vpp. The largest
+    fitting k is taken (the fewest layers left over on the last stage)."""
+    weight, stages = layers + 2, pp * vpp
+    fits = [k for k in range(1, weight + 1) if -(-weight // k) == stages]
+    return fits[-1] if fits else None
 
 
 def build_layout_facts(cluster: Cluster, model: Model, training: Training, layout, memory=None,
@@ -236,6 +264,7 @@ def build_layout_facts(cluster: Cluster, model: Model, training: Training, layou
         "offload": L.offload, "offload_device": L.offload_device,
     }
     per_stage = model.layers // pp
+    dp_shard = dp if L.zero_stage >= 2 else 1
     pad = 128 * tp
     facts["check"] = {
         "world": tp * pp * cp * dp,
@@ -257,6 +286,14 @@ def build_layout_facts(cluster: Cluster, model: Model, training: Training, layou
         "experts_mod_ep": model.experts % ep,
         "world_mod_expert_grid": cluster.gpus % (etp * ep * pp),
         "dp_cp_tp_mod_ep": (dp * cp * tp) % ep,
+        "etp_equals_tp": etp == tp,
+        "torchtitan_dp_shard": dp_shard,
+        "ep_mod_cp": ep % cp,
+        "dp_shard_cp_mod_ep": (dp_shard * cp) % ep,
+        "ep_mod_cp_tp": ep % (cp * tp),
+        "dp_shard_cp_tp_mod_ep": (dp_shard * cp * tp) % ep,
+        "virtual_stages_fit": vpp == 1 or pp == 1 or virtual_stage_layers(model.layers, pp, vpp) is not None,
+        "torchtitan_stages_fit": vpp <= 2 or pp == 1 or torchtitan_layers_per_stage(model.layers, pp, vpp) is not None,
         "tp_times_ep": etp * ep,
         "bubble_percent": _round(100 * (pp - 1) / (vpp * m)) if m else 100.0,
         "vocab_padded": -(-model.vocab // pad) * pad,

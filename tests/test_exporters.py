@@ -24,8 +24,9 @@ import tomllib
 import pytest
 
 import advisor
-from advisor import exporters as ex
+from advisor import export as ex
 from advisor.inputs.layout import Layout
+from advisor.inputs.pipeline import stage_layers
 from advisor.inputs.specs import Cluster, Model, Training
 
 H100_64 = Cluster(gpu="H100-SXM-80GB", gpus=64)
@@ -243,9 +244,12 @@ def test_megatron_uneven_pipeline_gets_first_and_last_stage_flags():
     assert (ns.decoder_first_pipeline_num_layers, ns.decoder_last_pipeline_num_layers) == (3, 2)
     # and its node-limited router: 8 groups, 4 per token (the model, not the layout)
     assert (ns.moe_router_num_groups, ns.moe_router_group_topk) == (8, 4)
-    # 126 layers on pp 20: middle stages of 7 leave nothing for the first and last
-    with pytest.raises(advisor.InputError, match=r"Layout\.pp[\s\S]*% pp\(20\) = 6"):
-        ex.megatron_args(layout.model_copy(update={"pp": 20}), model, training, Cluster(gpu="H100", gpus=1280))
+    # 126 layers on pp 20: middle stages of 7 would leave nothing for the first and last, so the split
+    # the cost model estimated (context.stage_layers: 6 or 7 per stage) is written out as a layout
+    ns = parse(ex.megatron_args(layout.model_copy(update={"pp": 20}), model, training, Cluster(gpu="H100", gpus=1280)))
+    stages = ns.pipeline_model_parallel_layout.split("|")
+    assert ns.decoder_first_pipeline_num_layers is None and len(stages) == 20
+    assert [st.count("t") for st in stages] == stage_layers(126, 20) and sum(map(len, stages)) == 126 + 2
 
 
 def test_megatron_uneven_interleaved_pipeline_gets_an_explicit_layout():
@@ -269,7 +273,7 @@ def test_megatron_uneven_interleaved_pipeline_gets_an_explicit_layout():
     stages = ns.pipeline_model_parallel_layout.split("|")
     assert stages[-1].endswith("mL") and sum(st.count("t") for st in stages) == 61
     # more chunks than the lightest stage's layers (2 on DeepSeek-V3's last rank) cannot be laid out
-    with pytest.raises(advisor.InputError, match=r"Layout\.vpp[\s\S]*lightest stage holds 2"):
+    with pytest.raises(advisor.InputError, match=r"Layout\.vpp[\s\S]*megatron\.virtual-stage-needs-a-layer[\s\S]*lightest stage holds 2"):
         ex.megatron_args(layout.model_copy(update={"ep": 8, "etp": 1, "vpp": 4}), Model.preset("deepseek-v3"),
                          training, Cluster(gpu="H100", gpus=1024))
 
@@ -292,13 +296,32 @@ def test_megatron_refuses_what_it_cannot_express():
     assert [st.count("t") for st in ns.pipeline_model_parallel_layout.split("|")] == [13, 14, 13, 13, 14, 13]
     with pytest.raises(advisor.InputError, match=r"Layout\.vpp[\s\S]*lightest stage holds 40"):
         ex.megatron_args(TP8_PP2.model_copy(update={"vpp": 41}), LLAMA70, T70, H100_64)
-    with pytest.raises(advisor.InputError, match=r"Layout\.offload"):
+    with pytest.raises(advisor.InputError, match=r"Layout\.offload[\s\S]*megatron\.offload-optimizer-to-cpu-only"):
         ex.megatron_args(TP8_PP2.model_copy(update={"offload": "optimizer+params"}), LLAMA70, T70, H100_64)
     bloom = Model.preset("bloom-176b")
-    with pytest.raises(advisor.InputError, match=r"Model\.position_embedding[\s\S]*ALiBi"):
+    with pytest.raises(advisor.InputError, match=r"Model\.position_embedding[\s\S]*megatron\.no-alibi[\s\S]*ALiBi"):
         ex.megatron_args(TP8_PP2, bloom, Training(seq_len=2048, global_batch_size=512), H100_64)
-    with pytest.raises(advisor.InputError, match=r"Layout\.ep"):
+    with pytest.raises(advisor.InputError, match=r"Layout\.ep[\s\S]*megatron\.experts-divisible-by-ep"):
         ex.megatron_args(Layout(tp=8, ep=2, dp=8, micro_batch_size=1, num_microbatches=64), LLAMA70, T70, H100_64)
+    with pytest.raises(advisor.InputError, match=r"Layout\.vpp[\s\S]*megatron\.vpp-needs-pp"):
+        ex.megatron_args(TP8_PP2.model_copy(update={"pp": 1, "dp": 8, "num_microbatches": 64, "vpp": 2}),
+                         LLAMA70, T70, H100_64)
+    gpt3 = Model.preset("gpt-3-175b")   # learned positions: 2,048 rows
+    with pytest.raises(advisor.InputError, match=r"Training\.seq_len[\s\S]*megatron\.max-position-covers-sequence"):
+        ex.megatron_args(TP8_PP2, gpt3, T70, H100_64)
+
+
+def test_megatron_rope_context_extension_raises_the_position_limit():
+    """Llama-3-8B (RoPE, 8,192 positions) at 16K: the export sizes --max-position-embeddings to the
+    sequence, as the audit's note megatron.rope-context-extension says; it writes no RoPE scaling."""
+    layout = Layout(tp=8, dp=8, sp=True, zero_stage=1, micro_batch_size=1, num_microbatches=32)
+    ns = parse(ex.megatron_args(layout, Model.preset("llama-3-8b"), Training(seq_len=16384, global_batch_size=256),
+                                H100_64))
+    assert (ns.seq_length, ns.max_position_embeddings, ns.position_embedding_type) == (16384, 16384, "rope")
+    report = advisor.audit(H100_64, "llama-3-8b", layout, Training(seq_len=16384, global_batch_size=256))
+    notes = [f for f in report.findings if f.rule_id == "megatron.rope-context-extension"]
+    assert report.ok and len(notes) == 1 and notes[0].severity == "info"
+    assert "--max-position-embeddings 16384" in notes[0].message
 
 
 # --- DeepSpeed ---------------------------------------------------------------------------------
@@ -334,17 +357,17 @@ def test_deepspeed_offload_sections():
 
 
 def test_deepspeed_refuses_zero2_with_pipeline():
-    with pytest.raises(advisor.InputError, match=r"Layout\.zero_stage[\s\S]*deepspeed/runtime/pipe/engine\.py"):
+    with pytest.raises(advisor.InputError, match=r"Layout\.zero_stage[\s\S]*deepspeed\.zero-2-3-with-pipeline[\s\S]*deepspeed/runtime/pipe/engine\.py"):
         ex.deepspeed_config(DS_TP8_PP2.model_copy(update={"zero_stage": 2}), LLAMA70, T70, H100_64)
 
 
 def test_deepspeed_refuses_offload_the_stage_cannot_do():
-    with pytest.raises(advisor.InputError, match=r"offload_param is valid only with ZeRO stage 3"):
+    with pytest.raises(advisor.InputError, match=r"deepspeed\.param-offload-needs-zero3[\s\S]*offload_param is valid only with ZeRO stage 3"):
         ex.deepspeed_config(DS_TP8_PP2.model_copy(update={"offload": "optimizer+params"}), LLAMA70, T70, H100_64)
-    with pytest.raises(advisor.InputError, match=r"Layout\.offload_device"):
+    with pytest.raises(advisor.InputError, match=r"Layout\.offload_device[\s\S]*deepspeed\.nvme-offload-needs-zero3"):
         ex.deepspeed_config(DS_TP8_PP2.model_copy(update={"offload": "optimizer", "offload_device": "nvme"}),
                             LLAMA70, T70, H100_64)
-    with pytest.raises(advisor.InputError, match=r"ZeRO stage 0"):
+    with pytest.raises(advisor.InputError, match=r"ZeRO stage 0[\s\S]*deepspeed\.optimizer-offload-needs-zero"):
         ex.deepspeed_config(DS_TP8_PP2.model_copy(update={"offload": "optimizer", "zero_stage": 0}),
                             LLAMA70, T70, H100_64)
 
@@ -451,13 +474,17 @@ def test_torchtitan_moe_and_refusals():
     doc = _toml(Layout(tp=2, ep=8, dp=32, zero_stage=3, num_microbatches=16), mix,
                 Training(seq_len=4096, global_batch_size=512))
     assert (doc["parallelism"]["expert_parallel_degree"], doc["parallelism"]["expert_tensor_parallel_degree"]) == (8, 2)
-    with pytest.raises(advisor.InputError, match=r"Layout\.etp"):
+    with pytest.raises(advisor.InputError, match=r"Layout\.etp[\s\S]*torchtitan\.etp-is-1-or-tp"):
         ex.torchtitan_toml(Layout(tp=4, ep=8, etp=2, dp=16, num_microbatches=32), mix,
                            Training(seq_len=4096, global_batch_size=512), H100_64)
-    with pytest.raises(advisor.InputError, match=r"Training\.precision"):
+    with pytest.raises(advisor.InputError, match=r"Training\.precision[\s\S]*torchtitan\.no-fp16"):
         _toml(TP8_PP2, training=T70.model_copy(update={"precision": "fp16"}))
-    with pytest.raises(advisor.InputError, match=r"Layout\.offload"):
+    with pytest.raises(advisor.InputError, match=r"Layout\.offload[\s\S]*torchtitan\.offload-needs-fsdp-on-cpu"):
         _toml(TP8_PP2.model_copy(update={"offload": "optimizer"}))
+    with pytest.raises(advisor.InputError, match=r"Layout\.ep[\s\S]*torchtitan\.experts-divisible-by-ep"):
+        _toml(TP8_PP2.model_copy(update={"ep": 2}))
+    with pytest.raises(advisor.InputError, match=r"Layout\.vpp[\s\S]*torchtitan\.virtual-stages-split"):
+        _toml(TP8_PP2.model_copy(update={"vpp": 8}))   # 16 stages: ceil(82 / k) is 17 or 14 around it
 
 
 # --- torchrun ----------------------------------------------------------------------------------

@@ -142,7 +142,10 @@ def test_pruned_choice_is_the_exhaustive_choice(case):
 def _listed_and_exhaustive(rec, ranking):
     """The choice and its alternatives of the chosen family, and what the exhaustive ranking lists
     in their place: its first layout of each (tp, pp, cp, ep, ZeRO stage), best first."""
-    listed = [rec.layout] + [a.layout for a in rec.alternatives if a.layout.framework == rec.framework]
+    # the other family's best is listed for comparison, whatever its framework (both families can run
+    # on Megatron-LM: the long-sequence rule chooses it for the ZeRO family too)
+    listed = [rec.layout] + [a.layout for a in rec.alternatives
+                             if a.layout.framework == rec.framework and not a.reason.startswith("family ")]
     seen, firsts = set(), []
     for layout, _ in ranking:
         key = (layout.tp, layout.pp, layout.cp, layout.ep, layout.zero_stage)

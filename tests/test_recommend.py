@@ -259,9 +259,11 @@ def test_a_clearly_faster_tp_pp_layout_overrides_the_zero_first_preference():
 
 
 def test_when_the_audit_refuses_every_layout_that_fits_the_answer_names_the_rule():
-    """Falcon-40B's learned-free positions stop at 2,048: a 32K sequence fits in memory but
-    Megatron refuses it (M-rule max-position). The answer must say that, not 'nothing fits'."""
-    rec = advisor.recommend(Cluster(gpu="A100-80GB", gpus=128), "falcon-40b",
+    """GPT-3 20B's learned position table has 2,048 rows: a 32K sequence fits in memory but
+    Megatron refuses it (M-rule max-position). The answer must say that, not 'nothing fits'.
+    (Falcon-40B, this test's first model, uses RoPE: training it at 32K extends its context, a
+    note since megatron.max-position-covers-sequence v2.)"""
+    rec = advisor.recommend(Cluster(gpu="A100-80GB", gpus=128), "gpt-3-20b",
                             Training(seq_len=32768, global_batch_size=128))
     assert rec.status == "infeasible" and rec.layout is None
     rejects = [e.message for e in rec.trace.events if e.op == "reject"]

@@ -34,7 +34,7 @@ SCENARIOS = [
      None),
     ("gpt3-nonflash-tpoverlap", dict(gpu="A100-80GB", gpus=1024), "gpt-3-175b",
      dict(seq_len=2048, global_batch_size=1536, flash_attention=False), dict(tp_comm_overlap=True, dropout_masks=True)),
-    ("70b-32k-blocked", dict(gpu="H100-SXM-80GB", gpus=64), "llama-3-70b", dict(seq_len=32768, global_batch_size=64),
+    ("70b-32k-recompute-modules", dict(gpu="H100-SXM-80GB", gpus=64), "llama-3-70b", dict(seq_len=32768, global_batch_size=64),
      dict(moe_load_imbalance=1.3, recompute_modules=["core_attn", "mlp"])),
 ]
 

@@ -1,0 +1,36 @@
+"""Turn one `Layout` into configs the frameworks run: Megatron-LM flags, a DeepSpeed JSON config,
+a torchtitan TOML fragment and a `torchrun` launch line. One module per framework.
+
+Every exporter takes `(layout, model, training, cluster)` with `layout.dp` and
+`layout.num_microbatches` set and `training.seq_len` / `training.global_batch_size` resolved to
+ints (batch.py). They are pure functions: no I/O, no imports of the frameworks.
+
+Legality has one owner, the audit rules (rules/audit-*.toml): a layout `advisor.audit` calls ok
+exports in its framework's formats (tests/test_audit_export_contract.py). The checks left in the
+exporters only assert that contract for layouts that bypassed the audit; each raises
+`advisor.InputError` (field, have, want) naming the audit rule that forbids the layout.
+
+Vocabulary is translated here and only here (research/aesthetics-anchors.md B7): tp, pp, dp, cp,
+ep, etp, vpp become Megatron's `*-model-parallel-size`, DeepSpeed's batch triple and torchtitan's
+`*_parallel_degree`. Each module names the source files (and commits) its flag or key table was
+read from.
+"""
+
+from .deepspeed import DEEPSPEED_KEYS, NVME_PATH_PLACEHOLDER, deepspeed_config
+from .megatron import MEGATRON_ARGUMENTS_SOURCE, MEGATRON_FLAGS, MegatronFlag, megatron_args, megatron_command
+from .torchrun import torchrun_command
+from .torchtitan import TORCHTITAN_KEYS, torchtitan_toml
+
+__all__ = [
+    "MegatronFlag",
+    "MEGATRON_FLAGS",
+    "MEGATRON_ARGUMENTS_SOURCE",
+    "DEEPSPEED_KEYS",
+    "TORCHTITAN_KEYS",
+    "NVME_PATH_PLACEHOLDER",
+    "megatron_args",
+    "megatron_command",
+    "deepspeed_config",
+    "torchtitan_toml",
+    "torchrun_command",
+]

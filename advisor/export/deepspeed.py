@@ -1,0 +1,99 @@
+"""DeepSpeed: the JSON config (as a dict) for a layout.
+
+Sources: the deepspeed 0.19.8 wheel (PyPI): deepspeed/runtime/config.py, deepspeed/runtime/constants.py,
+deepspeed/runtime/zero/config.py, deepspeed/runtime/zero/offload_config.py,
+deepspeed/runtime/pipe/engine.py (line numbers of 0.19.8, recorded in DEEPSPEED_KEYS).
+
+Legality is the audit's (rules/audit-deepspeed.toml): every refusal below is an assertion of that
+contract and names the rule that forbids the layout.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..inputs.layout import Layout
+from ..inputs.specs import Cluster, Model, Training
+from .batch import refused, resolved
+
+__all__ = ["DEEPSPEED_KEYS", "NVME_PATH_PLACEHOLDER", "deepspeed_config"]
+
+DEEPSPEED_KEYS: dict[str, str] = {
+    "train_batch_size": "deepspeed/runtime/constants.py L19 (TRAIN_BATCH_SIZE)",
+    "train_micro_batch_size_per_gpu": "deepspeed/runtime/constants.py L59",
+    "gradient_accumulation_steps": "deepspeed/runtime/constants.py L71",
+    "gradient_clipping": "deepspeed/runtime/constants.py L202",
+    "bf16.enabled": "deepspeed/runtime/constants.py L94-97; precision_config.py DeepSpeedBF16Config L41-46",
+    "fp16.enabled": "deepspeed/runtime/constants.py L136-138; precision_config.py DeepSpeedFP16Config L100-105",
+    "zero_optimization.stage": "deepspeed/runtime/zero/config.py DeepSpeedZeroConfig.stage L95",
+    "zero_optimization.offload_optimizer": "deepspeed/runtime/zero/config.py L171; valid with stage 1, 2, 3",
+    "zero_optimization.offload_param": "deepspeed/runtime/zero/config.py L164; valid only with stage 3",
+    "offload_*.device": "deepspeed/runtime/zero/offload_config.py OffloadDeviceEnum L14-18 (none|cpu|nvme)",
+    "offload_*.nvme_path": "deepspeed/runtime/zero/offload_config.py L30, L64",
+    "offload_*.pin_memory": "deepspeed/runtime/zero/offload_config.py L45, L75",
+    "batch identity": "deepspeed/runtime/config.py DeepSpeedConfig._batch_assertion L590-605",
+    "pipeline ZeRO limit": "deepspeed/runtime/pipe/engine.py PipelineEngine.__init__ L76-77",
+}
+
+NVME_PATH_PLACEHOLDER = "/REPLACE_ME/local_nvme_mount"
+"""Written as `nvme_path` when offloading to NVMe: replace it with a node-local NVMe mount."""
+
+def deepspeed_config(layout: Layout, model: Model, training: Training, cluster: Cluster, *,
+                     gradient_clipping: float = 1.0) -> dict[str, Any]:
+    """A DeepSpeed JSON config (as a dict) for this layout.
+
+    The batch triple satisfies DeepSpeed's identity `train_batch_size == micro * accumulation *
+    dp` (runtime/config.py `_batch_assertion`); the DP world is `layout.dp` (DeepSpeed takes it from
+    the model-parallel unit when tp/pp/cp > 1). FP8 compute is configured in the model code
+    (Transformer Engine), not in this file, so fp8 writes the bf16 section. Offload to NVMe writes
+    `nvme_path` = NVME_PATH_PLACEHOLDER, which must be replaced.
+    """
+    b = resolved(layout, training, cluster)
+    stage = layout.zero_stage
+    if layout.pp > 1 and stage >= 2:
+        raise refused(
+            "Layout.zero_stage", stage, "0 or 1 when pp > 1 under DeepSpeed", "deepspeed.zero-2-3-with-pipeline",
+            "DeepSpeed's pipeline engine asserts 'ZeRO-2 and ZeRO-3 are incompatible with pipeline "
+            "parallelism' (deepspeed/runtime/pipe/engine.py, PipelineEngine.__init__)",
+        )
+    cfg: dict[str, Any] = {
+        "train_batch_size": b.gbs,
+        "train_micro_batch_size_per_gpu": b.mbs,
+        "gradient_accumulation_steps": b.m,
+        "gradient_clipping": gradient_clipping,
+        "zero_optimization": _zero_section(layout),
+    }
+    if training.precision == "fp16":
+        cfg["fp16"] = {"enabled": True}
+    else:
+        cfg["bf16"] = {"enabled": True}
+    return cfg
+
+
+def _zero_section(layout: Layout) -> dict[str, Any]:
+    stage = layout.zero_stage
+    zero: dict[str, Any] = {"stage": stage}
+    if layout.offload == "none":
+        return zero
+    dev = layout.offload_device
+    if layout.offload == "optimizer+params" and stage != 3:
+        raise refused("Layout.offload", layout.offload, "'optimizer' unless zero_stage is 3",
+                      "deepspeed.param-offload-needs-zero3",
+                      "offload_param is valid only with ZeRO stage 3 (zero/offload_config.py)")
+    if stage == 0:
+        raise refused("Layout.offload", layout.offload, "'none' with ZeRO stage 0", "deepspeed.optimizer-offload-needs-zero",
+                      "offload_optimizer is valid with ZeRO stage 1, 2, 3 (zero/offload_config.py)")
+    if dev == "nvme" and stage != 3:
+        raise refused("Layout.offload_device", dev, "'cpu' unless zero_stage is 3", "deepspeed.nvme-offload-needs-zero3",
+                      "NVMe offload needs ZeRO-3 (ZeRO-Infinity; docs/_pages/config-json.md)")
+    zero["offload_optimizer"] = _offload_section(dev)
+    if layout.offload == "optimizer+params":
+        zero["offload_param"] = _offload_section(dev)
+    return zero
+
+
+def _offload_section(device: str) -> dict[str, Any]:
+    sec: dict[str, Any] = {"device": device, "pin_memory": True}
+    if device == "nvme":
+        sec["nvme_path"] = NVME_PATH_PLACEHOLDER
+    return sec

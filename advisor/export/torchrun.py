@@ -1,0 +1,30 @@
+"""The `torchrun` launch line (torch 2.13.0 torch/distributed/run.py, argument names at lines 426-629)."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+
+from ..inputs.specs import Cluster
+
+__all__ = ["torchrun_command"]
+
+
+def torchrun_command(cluster: Cluster, *, script: str | None = None, script_args: Sequence[str] = (),
+                     rdzv_endpoint: str = "$MASTER_ADDR:$MASTER_PORT", rdzv_id: str = "$JOB_ID") -> str:
+    """A `torchrun` launch line for the cluster: one process per GPU.
+
+    Several nodes use the c10d rendezvous; `$MASTER_ADDR`, `$MASTER_PORT` and `$JOB_ID` are
+    placeholders for the launcher (Slurm, Kubernetes, ...) to fill, left double-quoted so the
+    shell expands them. One node uses `--standalone`.
+    """
+    per_node = cluster.gpus_in_node
+    parts = ["torchrun", f"--nnodes={cluster.nodes}", f"--nproc-per-node={per_node}"]
+    if cluster.nodes == 1:
+        parts.append("--standalone")
+    else:
+        parts += [f'--rdzv-id="{rdzv_id}"', "--rdzv-backend=c10d", f'--rdzv-endpoint="{rdzv_endpoint}"']
+    if script is not None:
+        parts.append(shlex.quote(script))
+        parts += [shlex.quote(a) for a in script_args]
+    return " ".join(parts)

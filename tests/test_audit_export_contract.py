@@ -1,0 +1,137 @@
+"""One owner of legality: the audit rules. A layout `advisor.audit` calls ok (no error finding)
+exports without error in every format of its framework, and every refusal an exporter still makes
+is the assertion of an audit rule that fired (architecture review §3.3, rule 1).
+
+Formats per framework, as the configs are meant to be run: Megatron-LM flags for "megatron" and
+"megatron+deepspeed" (Megatron-DeepSpeed takes the model and TP/PP flags), the DeepSpeed JSON for
+"deepspeed" and "megatron+deepspeed", the torchtitan TOML for "torchtitan". (The CLI writes any
+format for any layout; outside these pairs the audit has judged the layout for another framework.)
+
+The three bugs this contract was written against: BLOOM (ALiBi) recommended on Megatron-LM, whose
+exporter refused it; torchtitan etp 2 with tp 4 passing the audit and failing the export; RoPE
+models refused by the audit past max_position although the Megatron export writes the longer table.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import advisor
+from advisor import Cluster, Layout, Model, Training
+from advisor import export as ex
+from situations import situations  # tests/ is on sys.path (rootdir conftest)
+
+FORMATS = {
+    "megatron": (ex.megatron_args,),
+    "megatron+deepspeed": (ex.megatron_args, ex.deepspeed_config),
+    "deepspeed": (ex.deepspeed_config,),
+    "torchtitan": (ex.torchtitan_toml,),
+}
+
+# Audit rules whose refusal the exporters assert exactly: when one of them errors, an exporter of the
+# framework must refuse too (else the audit refuses what the framework runs: bug 3).
+MIRRORED = {
+    "megatron.no-alibi", "megatron.max-position-covers-sequence", "megatron.offload-optimizer-to-cpu-only",
+    "megatron.virtual-stage-needs-a-layer", "deepspeed.zero-2-3-with-pipeline", "deepspeed.param-offload-needs-zero3",
+    "deepspeed.nvme-offload-needs-zero3", "deepspeed.optimizer-offload-needs-zero", "torchtitan.etp-is-1-or-tp",
+    "torchtitan.no-fp16", "torchtitan.offload-needs-fsdp-on-cpu", "torchtitan.virtual-stages-split",
+}
+
+MODELS = ("llama-3-8b", "llama-2-7b", "qwen2.5-7b", "mixtral-8x7b", "qwen3-30b-a3b", "bloom-176b", "gpt-3-5b",
+          "gpt-3-20b", "llama-3-70b", "smollm3-3b")
+REFUSAL = "forbidden by audit rule "
+
+
+@st.composite
+def layouts(draw, cluster: Cluster, model: Model) -> Layout:
+    """A layout whose degrees tile the cluster (dp derived), every other field drawn freely."""
+    gpus = cluster.gpus
+    tp = draw(st.sampled_from([d for d in (1, 2, 4, 8) if gpus % d == 0]))
+    pp = draw(st.sampled_from([d for d in (1, 2, 3, 4, 8) if (gpus // tp) % d == 0]))
+    cp = draw(st.sampled_from([d for d in (1, 2, 4) if (gpus // tp // pp) % d == 0]))
+    offload = draw(st.sampled_from(["none", "none", "none", "optimizer", "optimizer+params"]))
+    return Layout(
+        framework=draw(st.sampled_from(sorted(FORMATS))), tp=tp, pp=pp, cp=cp,
+        ep=draw(st.sampled_from([1, 2, 4, 8] if model.is_moe else [1, 1, 1, 2])),
+        etp=draw(st.sampled_from([None, 1, 2, tp])), vpp=draw(st.sampled_from([1, 1, 1, 2, 3, 5, 8])),
+        sp=draw(st.booleans()) and tp > 1, zero_stage=draw(st.integers(0, 3)),
+        micro_batch_size=draw(st.sampled_from([1, 2])), recompute=draw(st.sampled_from(["none", "selective", "full"])),
+        offload=offload, offload_device=draw(st.sampled_from(["cpu", "nvme"])) if offload != "none" else "cpu",
+    )
+
+
+def _export_errors(report) -> list[advisor.InputError]:
+    errors = []
+    for export in FORMATS[report.layout.framework]:
+        try:
+            export(report.layout, report.model, report.training, report.cluster)
+        except advisor.InputError as e:
+            errors.append(e)
+    return errors
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_audit_ok_exports_and_every_refusal_is_an_audit_rule(data):
+    cluster, model, training = data.draw(situations(
+        models=MODELS, sizes=(8, 16, 32, 64, 128, 256), seqs=(2048, 4096, 8192, 16384, 32768),
+        batches=(256, 512, 1024)))
+    precision = data.draw(st.sampled_from(["bf16", "bf16", "fp16", "fp8"]))
+    training = training.model_copy(update={"precision": precision})
+    report = advisor.audit(cluster, model, data.draw(layouts(cluster, model)), training)
+    errors = {f.rule_id for f in report.errors}
+    refusals = _export_errors(report)
+    if report.ok:
+        assert not refusals, f"audit ok, export refused: {[str(e) for e in refusals]}"
+    for e in refusals:           # an exporter's refusal names a rule, and that rule fired
+        if e.hint and e.hint.startswith(REFUSAL):
+            rule = e.hint[len(REFUSAL):].split(":")[0]
+            assert rule in errors, f"{rule} not among the audit's errors {sorted(errors)}: {e}"
+    if errors & MIRRORED:        # and the rules the exporters mirror are refused there too
+        assert refusals, f"audit refuses with {sorted(errors & MIRRORED)}, the export accepts"
+
+
+# --- the three reported cases: what recommend answers, and that it exports -------------------------
+
+def _exports(rec) -> None:
+    assert rec.status == "recommended", rec.explain()
+    for export in FORMATS[rec.layout.framework]:
+        export(rec.layout, rec.model, rec.training, rec.cluster)
+
+
+def test_bloom_gets_a_layout_it_can_run():
+    """BLOOM-176B (ALiBi) on 64 A100-80GB: no Megatron-LM layout (megatron.no-alibi); ZeRO-3 holds it."""
+    rec = advisor.recommend(Cluster(gpu="A100-80GB", gpus=64), "bloom-176b")
+    assert rec.framework == "deepspeed" and rec.layout.zero_stage == 3
+    _exports(rec)
+    report = advisor.audit(rec.cluster, rec.model, Layout(tp=8, pp=8, zero_stage=1), rec.training)
+    assert "megatron.no-alibi" in {f.rule_id for f in report.errors}
+
+
+def test_torchtitan_etp_between_1_and_tp_is_an_audit_error():
+    """The review's case: Mixtral on torchtitan with tp 4, ep 8, etp 2 passed the audit."""
+    mix, training = "mixtral-8x7b", Training(seq_len=4096, global_batch_size=512)
+    cluster = Cluster(gpu="H100-SXM-80GB", gpus=64)
+    bad = advisor.audit(cluster, mix, Layout(framework="torchtitan", tp=4, ep=8, etp=2, zero_stage=3), training)
+    assert "torchtitan.etp-is-1-or-tp" in {f.rule_id for f in bad.errors}
+    # both of ParallelDims' forms: etp = tp takes EP from dp_shard x cp; etp = 1 also from tp
+    same = advisor.audit(cluster, mix, Layout(framework="torchtitan", tp=4, ep=8, zero_stage=3), training)
+    one = advisor.audit(cluster, mix, Layout(framework="torchtitan", tp=4, ep=8, etp=1, zero_stage=3), training)
+    assert not {f.rule_id for f in same.errors} & {"torchtitan.ep-borrows-fsdp", "torchtitan.etp-is-1-or-tp"}
+    assert not {f.rule_id for f in one.errors} & {"torchtitan.ep-borrows-fsdp-and-tp"}
+    # replicated DP (ZeRO-1 exports as data_parallel_replicate_degree) lends EP no ranks
+    ddp = advisor.audit(cluster, mix, Layout(framework="torchtitan", tp=4, ep=8, zero_stage=1), training)
+    assert "torchtitan.ep-borrows-fsdp" in {f.rule_id for f in ddp.errors}
+    for report in (same, one):
+        if report.ok:
+            ex.torchtitan_toml(report.layout, report.model, report.training, report.cluster)
+
+
+def test_llama3_8b_at_16k_is_a_context_extension_not_infeasible():
+    rec = advisor.recommend(Cluster(gpu="H100-SXM-80GB", gpus=64), "llama-3-8b", {"seq_len": 16384})
+    assert rec.framework == "megatron"
+    _exports(rec)
+    assert "--max-position-embeddings 16384" in ex.megatron_command(rec.layout, rec.model, rec.training, rec.cluster)
+    notes = [f for f in rec.findings if f.rule_id == "megatron.rope-context-extension"]
+    assert len(notes) == 1 and notes[0].severity == "info"
