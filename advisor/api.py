@@ -13,18 +13,15 @@ from typing import Any
 
 from ._version import __version__
 from .auditor import layout_errors, layout_findings
-from .costmodel.assumptions import Assumptions, as_assumptions
+from .costmodel.assumptions import as_assumptions
 from .facts import build_facts, zero_only_fits
 from .inputs.coerce import as_cluster, as_model, as_training
 from .inputs.specs import resolve_training
 from .planner import plan
 from .results.recommendation import Alternative, ChecklistItem, Recommendation
-from .results.render import effect_text
-from .results.trace import NotFired, Trace, TraceEvent
+from .results.trace import Trace, TraceEvent, fired_events, input_summary, not_fired_events
 from .rulebook.actions import Decisions
-from .rulebook.load import render_message
 from .rulebook.session import evaluate_rules, rulebook_for
-from .rulebook.whynot import not_fired_report
 
 __all__ = ["recommend", "recommend_with_ranking"]
 
@@ -56,32 +53,17 @@ def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path,
     cluster, model = as_cluster(cluster), as_model(model)
     training, notes = resolve_training(model, as_training(training))
     assumptions = as_assumptions(assumptions)
-    if assumptions is not None:
-        changed = {k: v for k, v in assumptions.model_dump().items() if v != Assumptions.model_fields[k].default}
-        if changed:
-            notes = [*notes, "cost-model assumptions differ from the defaults: "
-                     + ", ".join(f"{k}={v!r}" for k, v in changed.items())]
+    changed = assumptions.changed() if assumptions is not None else {}
+    if changed:
+        notes = [*notes, "cost-model assumptions differ from the defaults: "
+                 + ", ".join(f"{k}={v!r}" for k, v in changed.items())]
     book = rulebook_for(tuple(rules))
     facts = build_facts(cluster, model, training)
     fired, engine_name = evaluate_rules(book, facts, engine)
 
-    events: list[TraceEvent] = []
-
-    def add(op: str, message: str, **kw) -> None:
-        events.append(TraceEvent(seq=len(events) + 1, op=op, message=message, **kw))
-
-    for note in notes:
-        add("input", note)
+    events = [TraceEvent(seq=i, op="input", message=note) for i, note in enumerate(notes, 1)]
     decisions = Decisions()
-    for rule_id in fired:
-        rule = book.rules[rule_id]
-        message = render_message(rule.spec.message, facts)
-        effects = [e for action in rule.spec.then for e in decisions.apply(rule_id, action, facts, message)]
-        add("fire", message, rule_id=rule_id, rule_version=rule.spec.version, tier=rule.spec.tier,
-            facts={f: facts[f.split(".")[0]][f.split(".")[1]] for f in rule.fields},
-            effect=effect_text(effects), effects=effects,
-            overridden_by=next((e.overridden_by for e in effects if e.overridden_by), None),
-            references=list(rule.spec.references))
+    events += fired_events(book, fired, facts, decisions, len(events) + 1)
 
     def legality_errors(layout, est):
         # Candidate screening runs the same compiled audit rules on the pure-Python evaluator: the
@@ -96,23 +78,21 @@ def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path,
         findings, _ = layout_findings(book, cluster, model, training, result.layout, result.estimate.memory, engine,
                                       zero_only_fits(cluster, model, result.layout, training, assumptions))
     for op, message, candidate in result.events:
-        add(op, message, candidate=candidate)
+        events.append(TraceEvent(seq=len(events) + 1, op=op, message=message, candidate=candidate))
     if result.layout is not None:
         est = result.estimate
-        add("choose", f"est. step {est.step_time:.2f} s, MFU {est.mfu:.0%}, "
-                      f"{est.memory.total / 2**30:.1f} of {est.memory.capacity / 2**30:.1f} GiB per GPU",
-            candidate=result.layout.id)
-
-    def shown(value) -> str:        # as a rule file writes it
-        return str(value).lower() if isinstance(value, bool) else repr(value) if isinstance(value, str) else str(value)
-
-    not_fired = [NotFired(rule_id=rid, failed=[f"{leaf['field']} {leaf['op']} {shown(leaf['want'])} "
-                                               f"(have {shown(leaf['have'])})" for leaf in leaves if not leaf["ok"]])
-                 for rid, leaves in not_fired_report(book, facts, fired, "situation").items()]
-    trace = Trace(advisor_version=__version__, engine=engine_name, ruleset_revision=book.revision,
-                  events=events, not_fired=not_fired)
+        events.append(TraceEvent(seq=len(events) + 1, op="choose", candidate=result.layout.id,
+                                 message=f"est. step {est.step_time:.2f} s, MFU {est.mfu:.0%}, "
+                                         f"{est.memory.total / 2**30:.1f} of {est.memory.capacity / 2**30:.1f} GiB "
+                                         "per GPU"))
+    status = "recommended" if result.layout is not None else "infeasible"
+    trace = Trace(decision="recommend", advisor_version=__version__, engine=engine_name, ruleset_revision=book.revision,
+                  input=input_summary(cluster, model, training, tuple(rules), changed),
+                  result={"status": status, "framework": result.framework if result.layout else None,
+                          "layout": result.layout.id if result.layout else None},
+                  events=events, not_fired=not_fired_events(book, facts, fired, "situation"))
     return Recommendation(
-        status="recommended" if result.layout is not None else "infeasible",
+        status=status,
         layout=result.layout,
         framework=result.framework if result.layout is not None else None,
         estimates=result.estimate,

@@ -20,6 +20,8 @@ from .inputs.coerce import as_cluster, as_layout, as_model, as_training, resolve
 from .inputs.layout import Layout
 from .inputs.specs import Cluster, Model, Training, resolve_training
 from .results.audit import SEVERITY_ORDER, Audit, Finding
+from .results.trace import Trace, TraceEvent, fired_events, input_summary
+from .rulebook.actions import Decisions
 from .rulebook.actions import Finding as FindingAction
 from .rulebook.load import RuleBook, render_message
 from .rulebook.session import evaluate_rules, rulebook_for
@@ -43,19 +45,31 @@ def _finding_actions(book: RuleBook, fired: list[str]):
                 yield rule_id, rule, action
 
 
-def layout_findings(book: RuleBook, cluster: Cluster, model: Model, training: Training, layout: Layout,
-                    memory, engine_name: str | None, zero_only_fits: bool = False,
-                    trusted: bool = False) -> tuple[list[Finding], str]:
-    """Evaluate the layout-scope rules on one resolved layout; returns findings (sorted) and the engine name."""
+def _judged(book: RuleBook, cluster: Cluster, model: Model, training: Training, layout: Layout, memory,
+            engine_name: str | None, zero_only_fits: bool, trusted: bool) -> tuple[dict, list[str], str]:
+    """The layout facts, the layout-scope rules that fired on them, and the engine's name."""
     facts = build_layout_facts(cluster, model, training, layout, memory, zero_only_fits)
     fired, engine = evaluate_rules(book, facts, engine_name, scope="layout", trusted=trusted)
+    return facts, fired, engine
+
+
+def _findings(book: RuleBook, facts: dict, fired: list[str]) -> list[Finding]:
     findings = [Finding(rule_id=rule_id, rule_version=rule.spec.version, severity=action.severity,
                         message=render_message(rule.spec.message, facts), fix=render_message(action.fix, facts),
                         facts={f: facts[f.split(".")[0]][f.split(".")[1]] for f in rule.fields},
                         references=list(rule.spec.references))
                 for rule_id, rule, action in _finding_actions(book, fired)]
     findings.sort(key=lambda f: SEVERITY_ORDER[f.severity])     # stable: firing order within a severity
-    return findings, engine
+    return findings
+
+
+def layout_findings(book: RuleBook, cluster: Cluster, model: Model, training: Training, layout: Layout,
+                    memory, engine_name: str | None, zero_only_fits: bool = False,
+                    trusted: bool = False) -> tuple[list[Finding], str]:
+    """Evaluate the layout-scope rules on one resolved layout; returns findings (sorted) and the engine name."""
+    facts, fired, engine = _judged(book, cluster, model, training, layout, memory, engine_name, zero_only_fits,
+                                   trusted)
+    return _findings(book, facts, fired), engine
 
 
 def layout_errors(book: RuleBook, cluster: Cluster, model: Model, training: Training, layout: Layout, memory,
@@ -72,22 +86,40 @@ def layout_errors(book: RuleBook, cluster: Cluster, model: Model, training: Trai
 def audit(cluster: Any, model: Any, layout: Any, training: Any = None, *, rules: tuple[str | Path, ...] = (),
           engine: str | None = None, assumptions: Any = None) -> Audit:
     """Every finding about `layout` at once: errors (the framework would refuse or crash), warnings
-    (legal but unwise) and notes, each with the formula and its values, a fix and references.
+    (legal but unwise) and notes, each with the formula and its values, a fix and references, and a
+    decision log (`Audit.trace`) of the rules that fired.
 
     `layout.framework` decides which framework's rules apply. Omitted degrees are 1; an omitted dp is
     derived from the GPU count; an omitted num_microbatches from the global batch. `assumptions`
     overrides the cost model's defaults (e.g. a framework that keeps bf16 gradient buffers).
     """
-    cluster, model, layout = as_cluster(cluster), as_model(model), resolve_layout(as_layout(layout), as_cluster(cluster))
-    training, _ = resolve_training(model, as_training(training))
+    cluster, model = as_cluster(cluster), as_model(model)
+    layout = resolve_layout(as_layout(layout), cluster)
+    training, notes = resolve_training(model, as_training(training))
     assumptions = as_assumptions(assumptions)
     book = rulebook_for(tuple(rules))
     est = _safe_estimate(cluster, model, layout, training, full=True, assumptions=assumptions)
-    zero_fits = zero_only_fits(cluster, model, layout, training, assumptions)
-    findings, engine_name = layout_findings(book, cluster, model, training, layout,
-                                            est.memory if est is not None else None, engine, zero_fits)
+    facts, fired, engine_name = _judged(book, cluster, model, training, layout, est.memory if est else None, engine,
+                                        zero_only_fits(cluster, model, layout, training, assumptions), trusted=False)
+    findings = _findings(book, facts, fired)
     if layout.num_microbatches is None and training.global_batch_size % (layout.micro_batch_size * layout.dp) == 0:
         layout = layout.model_copy(update={"num_microbatches": training.global_batch_size
                                            // (layout.micro_batch_size * layout.dp)})
+    trace = _audit_trace(book, cluster, model, training, layout, notes, facts, fired, findings, engine_name,
+                         rules, assumptions)
     return Audit(layout=layout, cluster=cluster, model=model, training=training, findings=findings, estimates=est,
-                 advisor_version=__version__, engine=engine_name, ruleset_revision=book.revision)
+                 trace=trace)
+
+
+def _audit_trace(book: RuleBook, cluster: Cluster, model: Model, training: Training, layout: Layout,
+                 notes: list[str], facts: dict, fired: list[str], findings: list[Finding], engine_name: str,
+                 rules: tuple, assumptions: Assumptions | None) -> Trace:
+    events = [TraceEvent(seq=i, op="input", message=note) for i, note in enumerate(notes, 1)]
+    # layout rules report findings only: the Decisions they fold into are not read
+    events += fired_events(book, fired, facts, Decisions(), len(events) + 1)
+    summary = input_summary(cluster, model, training, tuple(rules), assumptions.changed() if assumptions else {})
+    summary["layout"] = f"{layout.framework} {layout.id}"
+    errors = [f.rule_id for f in findings if f.severity == "error"]
+    warnings = [f.rule_id for f in findings if f.severity == "warning"]
+    return Trace(decision="audit", advisor_version=__version__, engine=engine_name, ruleset_revision=book.revision,
+                 input=summary, result={"ok": not errors, "errors": errors, "warnings": warnings}, events=events)

@@ -38,8 +38,6 @@ VOLATILE = {
     ("trace", "advisor_version"): "the package version: changes at each release, not with behaviour",
     ("trace", "ruleset_revision"): "a hash of the rule book: changes with any rule edit, even one that "
                                    "changes no answer here (the fired rules' ids and versions stay)",
-    ("advisor_version",): "as trace.advisor_version (Audit)",
-    ("ruleset_revision",): "as trace.ruleset_revision (Audit)",
 }
 
 SIGNIFICANT_DIGITS = 12

@@ -67,8 +67,8 @@ def run_child(mode: str, cases=CASES, env: dict | None = None) -> dict:
 
 def _without_engine(rec_json: str, aud_json: str) -> tuple[dict, dict]:
     rec, aud = json.loads(rec_json), json.loads(aud_json)
-    assert rec["trace"]["engine"] == aud["engine"]
-    rec["trace"]["engine"] = aud["engine"] = "<engine>"
+    assert rec["trace"]["engine"] == aud["trace"]["engine"]
+    rec["trace"]["engine"] = aud["trace"]["engine"] = "<engine>"
     return rec, aud
 
 
@@ -83,8 +83,8 @@ def test_blocked_durable_falls_back_to_python(blocked):
     assert blocked["info"] == {"engine": "python", "durable_rules": None, "python": blocked["info"]["python"]}
     for rec_json, aud_json in blocked["results"]:
         rec, aud = json.loads(rec_json), json.loads(aud_json)
-        assert rec["trace"]["engine"] == "python" and aud["engine"] == "python"
-        assert rec["trace"]["advisor_version"] == aud["advisor_version"] == advisor.__version__
+        assert rec["trace"]["engine"] == "python" and aud["trace"]["engine"] == "python"
+        assert rec["trace"]["advisor_version"] == aud["trace"]["advisor_version"] == advisor.__version__
 
 
 @pytest.mark.skipif(not eng.durable_available(), reason="durable_rules does not import here")

@@ -315,6 +315,10 @@ class Assumptions(BaseModel):
     per step, Adam and PCIe copies together, about 0.7e9/s (DeepSpeed blogs/zenflow-corebinding/README.md:
     ZeRO-2 240 ms, ZeRO-Offload with --bind_cores_to_rank 1365 ms). Assumption: 1e9, between the two."""
 
+    def changed(self) -> dict:
+        """The fields that differ from their defaults (the trace names them)."""
+        return {k: v for k, v in self.model_dump().items() if v != type(self).model_fields[k].default}
+
 
 def as_assumptions(value: Any) -> Assumptions | None:
     if value is None:

@@ -11,6 +11,7 @@ from ..inputs.layout import Layout
 from ..inputs.specs import Cluster, Model, Training
 from ..rulebook.load import Reference
 from .render import estimate_lines
+from .trace import Trace
 
 __all__ = ["Audit", "Finding", "Severity", "SEVERITY_ORDER"]
 
@@ -48,9 +49,20 @@ class Audit(BaseModel):
     """Errors first, then warnings, then info; within a severity, in rule firing order."""
     estimates: Estimate | None = None
     """The cost model's view of the layout, or None when its shape cannot be estimated."""
-    advisor_version: str
-    engine: str
-    ruleset_revision: str
+    trace: Trace
+    """The decision log: the input in brief, the rules that fired on the layout, the result."""
+
+    @property
+    def advisor_version(self) -> str:
+        return self.trace.advisor_version
+
+    @property
+    def engine(self) -> str:
+        return self.trace.engine
+
+    @property
+    def ruleset_revision(self) -> str:
+        return self.trace.ruleset_revision
 
     @property
     def ok(self) -> bool:

@@ -1,9 +1,10 @@
-"""The explanation trace: an ordered, OPA-style decision log of what fired, what it did and why.
+"""The explanation trace: an OPA-style decision log of one `recommend()` or `audit()` call.
 
-Ops are a closed set: `input` (what was assumed about the inputs), `fire` (a rule matched; its
-facts, effect, message and references), `reject` (a candidate layout or family that lost, with the
-number or rule that rejected it), `choose` (the layout picked), `note`. The same input and rule
-set give the same trace: no ids, times or addresses are recorded.
+Like OPA's decision log it names the decision, the rule set's revision, the input and the result,
+then the ordered events. Ops are a closed set: `input` (what was assumed about the inputs), `fire`
+(a rule matched; its facts, effects, message and references), `reject` (a candidate layout or
+family that lost, with the number or rule that rejected it), `choose` (the layout picked), `note`.
+The same input and rule set give the same trace: no ids, times or addresses are recorded.
 """
 
 from __future__ import annotations
@@ -12,12 +13,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..rulebook.actions import Effect
-from ..rulebook.load import Reference
+from ..inputs.specs import Cluster, Model, Training
+from ..rulebook.actions import Decisions, Effect
+from ..rulebook.load import Reference, Rule, RuleBook, render_message
+from ..rulebook.whynot import not_fired_report
+from .render import effect_text
 
-__all__ = ["TraceEvent", "Trace", "NotFired"]
+__all__ = ["TraceEvent", "Trace", "NotFired", "fired_events", "input_summary", "not_fired_events"]
 
 Op = Literal["input", "fire", "reject", "choose", "note"]
+Decision = Literal["recommend", "audit"]
 
 
 class TraceEvent(BaseModel):
@@ -63,9 +68,16 @@ class NotFired(BaseModel):
 class Trace(BaseModel):
     model_config = ConfigDict(frozen=True)
 
+    decision: Decision
+    """Which entry point decided: recommend() or audit()."""
     advisor_version: str
     engine: str
     ruleset_revision: str
+    input: dict[str, Any] = Field(default_factory=dict)
+    """The input as the rules saw it, in brief: the cluster, the model, the resolved training, the
+    layout judged (audit), the site rule files and the assumptions that differ from the defaults."""
+    result: dict[str, Any] = Field(default_factory=dict)
+    """The outcome in brief: status, framework and layout (recommend); ok, errors, warnings (audit)."""
     events: list[TraceEvent]
     not_fired: list[NotFired] = Field(default_factory=list)
     """Situation rules whose conditions did not hold for these facts, and why (computed by the
@@ -75,5 +87,53 @@ class Trace(BaseModel):
         return [e.rule_id for e in self.events if e.op == "fire" and e.rule_id]
 
     def render(self) -> str:
-        head = f"advisor {self.advisor_version}  engine {self.engine}  rules {self.ruleset_revision}"
+        head = f"{self.decision}: advisor {self.advisor_version}  engine {self.engine}  rules {self.ruleset_revision}"
         return "\n".join([head, *(e.line() for e in self.events)])
+
+
+def fired_events(book: RuleBook, fired: list[str], facts: dict, decisions: Decisions, first_seq: int) -> list[TraceEvent]:
+    """The `fire` events of the fired rules, in firing order, their actions applied to `decisions`."""
+    events = []
+    for seq, rule_id in enumerate(fired, first_seq):
+        rule = book.rules[rule_id]
+        message = render_message(rule.spec.message, facts)
+        effects = [e for action in rule.spec.then for e in decisions.apply(rule_id, action, facts, message)]
+        events.append(_fire_event(seq, rule, message, facts, effects))
+    return events
+
+
+def _fire_event(seq: int, rule: Rule, message: str, facts: dict, effects: list[Effect]) -> TraceEvent:
+    """The `fire` event of one rule: the facts its condition read, what it did, its citations."""
+    return TraceEvent(seq=seq, op="fire", message=message, rule_id=rule.id, rule_version=rule.spec.version,
+                      tier=rule.spec.tier, facts={f: facts[f.split(".")[0]][f.split(".")[1]] for f in rule.fields},
+                      effect=effect_text(effects), effects=effects,
+                      overridden_by=next((e.overridden_by for e in effects if e.overridden_by), None),
+                      references=list(rule.spec.references))
+
+
+def input_summary(cluster: Cluster, model: Model, training: Training, rules: tuple = (),
+                  assumptions: dict | None = None) -> dict[str, Any]:
+    """Trace.input: what a reader needs to reproduce the call (the result objects hold the rest)."""
+    summary: dict[str, Any] = {
+        "cluster": f"{cluster.gpus} x {cluster.gpu.name}", "gpus_per_node": cluster.gpus_per_node,
+        "nvlink_domain": cluster.nvlink_domain, "model": model.name, "params": model.params,
+        "seq_len": training.seq_len, "global_batch_size": training.global_batch_size,
+        "precision": training.precision,
+    }
+    if rules:
+        summary["site_rules"] = [str(r) for r in rules]
+    if assumptions:
+        summary["assumptions"] = assumptions
+    return summary
+
+
+def not_fired_events(book: RuleBook, facts: dict, fired: list[str], scope: str) -> list[NotFired]:
+    """The rules of `scope` that did not fire, each with its failing conditions written as a rule file
+    writes them: `training.seq_len >= 16384 (have 8192)`."""
+    return [NotFired(rule_id=rule_id, failed=[f"{leaf['field']} {leaf['op']} {_as_written(leaf['want'])} "
+                                              f"(have {_as_written(leaf['have'])})" for leaf in leaves if not leaf["ok"]])
+            for rule_id, leaves in not_fired_report(book, facts, fired, scope).items()]
+
+
+def _as_written(value) -> str:
+    return str(value).lower() if isinstance(value, bool) else repr(value) if isinstance(value, str) else str(value)
