@@ -37,6 +37,8 @@ Sources, by term:
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from .context import Ctx, remember
 
 __all__ = [
@@ -46,6 +48,7 @@ __all__ = [
     "moe_mlp_activations",
     "stage_memory",
     "memory_terms",
+    "MemoryTerms",
 ]
 
 
@@ -453,10 +456,33 @@ def candidate_stages(c: Ctx) -> list[int]:
     return list(c.candidates)
 
 
-def memory_terms(c: Ctx, A):
-    """Most-loaded rank: (stage, weights, grads, optimizer, activations, buffers, reserve, total,
-    host, nvme, detail values, nccl, fragmentation) (detail_dict names the last three), and
-    {stage: detail values} of every candidate stage."""
+class MemoryTerms(NamedTuple):
+    """Bytes per GPU of one pipeline stage's rank, term by term (floats, as computed)."""
+
+    stage: int
+    weights: float
+    gradients: float
+    optimizer: float
+    activations: float
+    buffers: float
+    reserve: float
+    """CUDA context + NCCL buffers + fragmentation."""
+    total: float
+    host: float
+    """Offloaded states kept in host memory (before DeepSpeed's buffer factor)."""
+    nvme: float
+    """Offloaded states kept on NVMe."""
+    detail: tuple
+    """The activation and buffer parts that detail_dict names."""
+    nccl: float
+    fragmentation: float
+
+
+_terms = tuple.__new__          # (a NamedTuple's own constructor is several times slower on this hot path)
+
+
+def memory_terms(c: Ctx, A) -> tuple[MemoryTerms, dict]:
+    """The most-loaded rank's MemoryTerms, and {stage: detail values} of every candidate stage."""
     best = None
     details = {}
     nccl = A.nccl_bytes_per_group * nccl_groups(c)
@@ -467,6 +493,6 @@ def memory_terms(c: Ctx, A):
         frag = A.fragmentation_fraction * (act + buf)
         reserve = A.cuda_context_bytes + nccl + frag
         total = w + g + o + act + buf + reserve
-        if best is None or total > best[7]:
-            best = (k, w, g, o, act, buf, reserve, total, host, nvme, det, nccl, frag)
+        if best is None or total > best.total:
+            best = _terms(MemoryTerms, (k, w, g, o, act, buf, reserve, total, host, nvme, det, nccl, frag))
     return best, details

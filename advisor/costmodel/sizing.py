@@ -15,7 +15,7 @@ from ..inputs.layout import Layout
 from ..inputs.specs import Cluster, Model, Training
 from .assumptions import Assumptions, as_assumptions
 from .context import Ctx, resolve
-from .memory import detail_dict, memory_terms, stage_params
+from .memory import MemoryTerms, detail_dict, memory_terms, stage_params
 from .result import CommDimension, CommEstimate, Estimate, MemoryEstimate
 from .time import executed_flops_per_step, model_flops_per_step, shape_floor, time_terms, variant_floors
 
@@ -27,7 +27,7 @@ _make = build_unchecked
 _new = object.__new__
 
 
-def _memory_estimate(c: Ctx, A: Assumptions, best: tuple) -> MemoryEstimate:
+def _memory_estimate(c: Ctx, A: Assumptions, best: MemoryTerms) -> MemoryEstimate:
     k, w, g, o, act, buf, reserve, total, host, nvme, det, nccl, frag = best
     w, g, o, act, buf, reserve = int(w), int(g), int(o), int(act), int(buf), int(reserve)
     total_i = w + g + o + act + buf + reserve
@@ -56,7 +56,7 @@ class Sized:
 
     __slots__ = ("ctx", "best", "details", "assumptions", "total", "capacity", "fits", "host_fits", "terms")
 
-    def __init__(self, c: Ctx, best: tuple, details: dict, A: Assumptions):
+    def __init__(self, c: Ctx, best: MemoryTerms, details: dict, A: Assumptions):
         self.ctx, self.best, self.details, self.assumptions = c, best, details, A
         self.terms = None      # time_terms, once timed: estimate_of reuses the search's
         k, w, g, o, act, buf, reserve, total, host, nvme, det, nccl, frag = best
@@ -69,12 +69,12 @@ class Sized:
     @property
     def host_bytes(self) -> float:
         """Offloaded states the most-loaded rank keeps in host memory (bytes, before the buffers)."""
-        return self.best[8]
+        return self.best.host
 
     @property
     def nvme_bytes(self) -> float:
         """Offloaded states the most-loaded rank keeps on NVMe (bytes)."""
-        return self.best[9]
+        return self.best.nvme
 
 
 def size(cluster, model, layout, training, assumptions: Assumptions | None = None) -> Sized:
