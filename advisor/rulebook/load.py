@@ -27,12 +27,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..errors import EngineError, RuleFileError
 from ..facts import CATALOGUE
 from .actions import Action, Finding, Limit
-from .compiled import CompiledRule, normalize_value
+from .compiled import MAX_RULES_PER_RULESET, CompiledRule, normalize_value
 
 __all__ = ["Reference", "RuleSpec", "Rule", "RuleBook", "load_rulebook", "builtin_rulebook",
            "builtin_rules_dir", "parse_condition", "render_message"]
 
-MAX_RULES_PER_FILE = 60          # durable_rules' 64-entry alpha stack (research/durable-rules.md §4.5)
+MAX_RULES_PER_FILE = MAX_RULES_PER_RULESET   # each file compiles to one ruleset: the engines' limit (durable-rules.md §4.5)
 MAX_RULE_FILE_BYTES = 512 * 1024
 ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)+$")
 LEAF_RE = re.compile(r"^\s*([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)\s*(==|!=|<=|>=|<|>|\bin\b)\s*(.+?)\s*$")
