@@ -371,7 +371,7 @@ def test_a_near_tied_alternative_names_the_preference_that_decided_it():
 def test_every_tie_break_position_has_its_words():
     """_why_lost names the deciding preference by its position in _tie_key: the two must stay in
     step for every tie order (a new preference without words would be named wrongly)."""
-    from advisor.planner import _KEY_WORDS, _Ties, _tie_key
+    from advisor.planner.ranking import KEY_WORDS, Ties, tie_key
     for order in ("ep_over_tp", "tp_before_pp", "simplicity"):
-        key = _tie_key(8, 2, 1, 1, 1, "none", 1, "none", 1, False, _Ties(order, 80, 8))
-        assert len(_KEY_WORDS[order]) == len(key), order
+        key = tie_key(8, 2, 1, 1, 1, "none", 1, "none", 1, False, Ties(order, 80, 8))
+        assert len(KEY_WORDS[order]) == len(key), order

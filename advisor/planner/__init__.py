@@ -1,0 +1,81 @@
+"""Planner: search the legal layouts the rules allow, keep those that fit, rank them by the cost model.
+
+1. Shapes (space.py): (tp, pp, cp, ep, etp, vpp) combinations that satisfy the frameworks'
+   structural rules and the rules' decisions.
+2. Memory and time (search.py): for each shape, micro-batch, ZeRO stage and offload, the least
+   recompute that fits, coarse to fine, sizing only the variants that could change the answer.
+3. Rank (ranking.py): the fastest step wins, except that near-ties (within NEAR_TIE) go by the
+   tie-break criteria; the audit's legality rules then have the last word on each pick.
+4. Families (families.py): the family the rules did not choose is compared, and a ZeRO strategy that
+   cannot hold the model widens to Megatron-LM.
+"""
+
+from __future__ import annotations
+
+from ..actions import Decisions
+from ..estimate import Assumptions
+from ..specs import Cluster, Model, Training
+from .candidates import Alternative, PlanResult
+from .families import other_family
+from .messages import needs, offload_basis
+from .search import Search
+
+__all__ = ["Alternative", "PlanResult", "plan"]
+
+
+def plan(cluster: Cluster, model: Model, training: Training, decisions: Decisions,
+         check_fn=lambda layout, est: [], keep_ranking: bool = False, assumptions=None) -> PlanResult:
+    """Pick the fastest layout (by the cost model) that the rules allow, that fits, and that has no
+    error from `check_fn` (the audit's legality rules: a list of (rule id, message)). `assumptions`:
+    the cost model's knobs (advisor.estimate.Assumptions; None: its defaults)."""
+    framework = decisions.framework[0] if decisions.framework else "megatron"
+    strategy = decisions.strategy[0] if decisions.strategy else "model-parallel"
+    result = PlanResult(None, None, framework)
+    if not decisions.strategy:
+        result.events.append(("note", "no rule chose a strategy: model-parallel", None))
+    args = (cluster, model, training)
+    chosen, closest = Search(*args, decisions, strategy, framework, result, check_fn, allow_offload=False,
+                             keep_ranking=keep_ranking, assumptions=assumptions).run()
+    if chosen is None and strategy == "zero-dp":
+        chosen, closest = Search(*args, decisions, strategy, framework, result, check_fn, allow_offload=True,
+                                 keep_ranking=keep_ranking, assumptions=assumptions).run()
+        if chosen is not None:
+            where = ("NVMe (host memory cannot hold the offloaded states)" if chosen[0].offload_device == "nvme"
+                     else "host memory")
+            result.events.append(("note", f"nothing fits on the GPUs alone: ZeRO offload to {where}. "
+                                  + offload_basis(cluster, chosen[0], chosen[1], assumptions or Assumptions()), None))
+    if chosen is None and strategy == "zero-dp":
+        # ZeRO alone (even with offload) cannot hold the model: widen to TP/PP, and say so.
+        if result.blocked_by:
+            why = f"every fitting ZeRO layout is refused by rule {result.blocked_by[0]}"
+        elif closest is not None:
+            why = f"no ZeRO stage or offload fits; closest {needs(closest)}"
+        else:               # nothing was sized: no shape, or no micro-batch that divides the batch
+            why = (f"no ZeRO layout is legal: global batch {training.global_batch_size} vs micro-batch x "
+                   f"data-parallel ranks on {cluster.gpus} GPUs (DeepSpeed's batch identity), within the rules' limits")
+        result.events.append(("reject", f"family zero-dp: {why}", "zero-dp"))
+        result.blocked_by = None
+        framework = "megatron"
+        decisions.zero_stages = ((1,), "planner")
+        decisions.features.setdefault("sp", "planner")
+        result.framework = framework
+        result.events.append(("note", "widening to model-parallel with Megatron-LM (TP inside the NVLink domain, then PP)", None))
+        strategy = "model-parallel"
+        chosen, closest = Search(*args, decisions, strategy, framework, result, check_fn, allow_offload=False,
+                                 keep_ranking=keep_ranking, assumptions=assumptions).run()
+        widened = True
+    else:
+        widened = False
+    if chosen is None:
+        if result.blocked_by:
+            pass                             # the search said which rule refused the layouts that fit
+        elif closest is not None:
+            result.events.append(("reject", f"no layout fits; closest {needs(closest)}", closest[0].id))
+        else:
+            result.events.append(("reject", "no layout satisfies the divisibility constraints "
+                                            "(heads, layers, global batch vs dp)", None))
+        return result
+    result.layout, result.estimate = chosen
+    if not widened:      # (when widened, the other family is the ZeRO one that just failed, in the trace)
+        other_family(cluster, model, training, decisions, strategy, result, check_fn, keep_ranking, assumptions)
+    return result
