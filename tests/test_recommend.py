@@ -1,12 +1,16 @@
 """End to end: inputs -> facts -> rules -> planner -> Recommendation, on the issue's reference cases."""
 
 import json
+import random
+from types import SimpleNamespace
 
 import pytest
 
 import advisor
 from advisor import Cluster, Layout, Model, Training
 from advisor.api import recommend_with_ranking
+from advisor.planner.candidates import Candidate
+from advisor.planner.ranking import CRITERIA, Ties, tie_break, why_lost
 from advisor.rulebook import builtin_rulebook
 
 
@@ -368,10 +372,28 @@ def test_a_near_tied_alternative_names_the_preference_that_decided_it():
     assert "for more TP inside the NVLink domain (tp 4 vs 8)" in reasons["tp4-cp2-dp2-pp4-zero1"]
 
 
-def test_every_tie_break_position_has_its_words():
-    """_why_lost names the deciding preference by its position in _tie_key: the two must stay in
-    step for every tie order (a new preference without words would be named wrongly)."""
-    from advisor.planner.ranking import KEY_WORDS, Ties, tie_key
-    for order in ("ep_over_tp", "tp_before_pp", "simplicity"):
-        key = tie_key(8, 2, 1, 1, 1, "none", 1, "none", 1, False, Ties(order, 80, 8))
-        assert len(KEY_WORDS[order]) == len(key), order
+def test_every_tie_break_criterion_is_named_when_it_decides():
+    """A near-tied alternative's reason names the criterion that put the choice first, with the
+    fields it reads: for every tie order, pairs of layouts that differ first in each criterion."""
+    values = dict(tp=(1, 2, 4, 8), pp=(1, 2, 3, 4), cp=(1, 2), ep=(1, 2, 16), vpp=(1, 2), offload=("none", "optimizer"),
+                  zero_stage=(1, 2), recompute=("none", "full"), micro_batch_size=(1, 2))
+    rng = random.Random(0)
+
+    def candidate() -> Candidate:
+        layout = SimpleNamespace(**{name: rng.choice(options) for name, options in values.items()})
+        share = rng.choice((0.5, 0.9))          # below and above COMFORTABLE_MEMORY
+        return Candidate(layout, SimpleNamespace(total=share, capacity=1.0), 1.0, None, False)
+
+    for order, criteria in CRITERIA.items():
+        ties = Ties.of(order, 80, 8)
+        named = {}
+        for _ in range(4000):
+            alt, chosen = sorted((candidate(), candidate()), key=lambda c: tie_break(c, ties), reverse=True)
+            decided = next((c for c, x, y in zip(criteria, alt.tie_key, chosen.tie_key) if x != y), None)
+            if decided is not None and decided.name not in named:
+                named[decided.name] = why_lost(alt, chosen, 1.0, order)
+        for criterion in criteria:
+            if criterion.name == "pipeline_stages":
+                # tp * pp * cp (model parallelism) comes first, and tp and cp before it: pp cannot decide alone
+                continue
+            assert f"the tie-break prefers the choice for {criterion.words} (" in named[criterion.name], (order, criterion)

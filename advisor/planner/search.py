@@ -29,7 +29,7 @@ from ..layout import Layout
 from ..specs import Cluster, Model, Training
 from .candidates import Alternative, Candidate, PlanResult
 from .messages import host_short, note_search, short_of, shortfall
-from .ranking import MAX_MEMORY_UTILIZATION, NEAR_TIE, Ties, ordered, tie_break, tie_key, tie_order, why_lost
+from .ranking import MAX_MEMORY_UTILIZATION, NEAR_TIE, Ties, ordered, tie_break, tie_order, why_lost
 from .space import MBS_OPTIONS, OFFLOAD, RECOMPUTE, Shape, base_of, shapes, stages, variants_of
 
 MAX_ALTERNATIVES = 4
@@ -95,7 +95,7 @@ class Search:
         self.sp = "sp" in decisions.features
         # the ZeRO stages to try, by pp > 1 (all that stages() reads of pp), worked out once per search
         self.zero_stages = {pipelined: stages(decisions, framework, 2 if pipelined else 1) for pipelined in (False, True)}
-        self.ties = Ties(tie_order(decisions), model.layers, min(cluster.nvlink_domain, cluster.gpus))
+        self.ties = Ties.of(tie_order(decisions), model.layers, min(cluster.nvlink_domain, cluster.gpus))
         self.found: list[Candidate] = []
         self.closest: Closest | None = None
         self.n_logged = 0                    # memory rejections written by this search (capped)
@@ -366,8 +366,9 @@ class Search:
     def favourable_key(self, b: tuple, mbs: int, vpp: int) -> tuple:
         key = self.favourable.get((b, mbs, vpp))
         if key is None:
-            key = self.favourable[b, mbs, vpp] = tie_key(b[0], b[1], b[2], b[3], vpp, self.offloads[0], self.zero_min,
-                                                         self.recomputes[0], mbs, False, self.ties)
+            ties = self.ties
+            key = self.favourable[b, mbs, vpp] = ties.key(b[0], b[1], b[2], b[3], vpp, self.offloads[0], self.zero_min,
+                                                          self.recomputes[0], mbs, False, ties)
         return key
 
     def fine(self) -> None:
