@@ -1,5 +1,6 @@
 """End to end: inputs -> facts -> rules -> planner -> Recommendation, on the issue's reference cases."""
 
+import copy
 import json
 import random
 from types import SimpleNamespace
@@ -8,7 +9,9 @@ import pytest
 
 import advisor
 from advisor import Cluster, Layout, Model, Training
+from advisor.actions import Decisions
 from advisor.api import recommend_with_ranking
+from advisor.planner import plan
 from advisor.planner.candidates import Candidate
 from advisor.planner.ranking import CRITERIA, Ties, tie_break, why_lost
 from advisor.rulebook import builtin_rulebook
@@ -397,3 +400,20 @@ def test_every_tie_break_criterion_is_named_when_it_decides():
                 # tp * pp * cp (model parallelism) comes first, and tp and cp before it: pp cannot decide alone
                 continue
             assert f"the tie-break prefers the choice for {criterion.words} (" in named[criterion.name], (order, criterion)
+
+
+@pytest.mark.parametrize("gpu, gpus, model, seq, says", [
+    ("A100-40GB", 256, "gpt-3-175b", 32768, "widening to model-parallel"),        # ZeRO cannot hold it
+    ("A100-80GB", 64, "llama-2-70b", 4096, "overrides rule r.strategy"),          # the other family is faster
+])
+def test_the_planner_departs_from_the_rules_decisions_without_writing_to_them(gpu, gpus, model, seq, says):
+    """Widening to Megatron-LM, or moving to it, uses Megatron's ZeRO-1 and SP: the planner's own
+    policy, said in the trace; the rules' Decisions (already reported as fired) stay as they were."""
+    decisions = Decisions(strategy=("zero-dp", "r.strategy"), framework=("deepspeed", "r.framework"),
+                          zero_stages=((2, 3), "r.zero"))
+    before = copy.deepcopy(decisions)
+    result = plan(Cluster(gpu=gpu, gpus=gpus), Model.preset(model), Training(seq_len=seq, global_batch_size=64),
+                  decisions)
+    assert result.framework == "megatron" and result.layout.zero_stage == 1 and result.layout.sp
+    assert any(says in e[1] for e in result.events)
+    assert decisions == before

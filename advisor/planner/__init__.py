@@ -16,9 +16,10 @@ from ..actions import Decisions
 from ..estimate import Assumptions
 from ..specs import Cluster, Model, Training
 from .candidates import Alternative, PlanResult
-from .families import other_family
+from .families import other_family, widen_to_megatron
 from .messages import needs, offload_basis
 from .search import Search
+from .space import Policy
 
 __all__ = ["Alternative", "PlanResult", "plan"]
 
@@ -27,45 +28,26 @@ def plan(cluster: Cluster, model: Model, training: Training, decisions: Decision
          check_fn=lambda layout, est: [], keep_ranking: bool = False, assumptions=None) -> PlanResult:
     """Pick the fastest layout (by the cost model) that the rules allow, that fits, and that has no
     error from `check_fn` (the audit's legality rules: a list of (rule id, message)). `assumptions`:
-    the cost model's knobs (advisor.estimate.Assumptions; None: its defaults)."""
+    the cost model's knobs (advisor.estimate.Assumptions; None: its defaults). `decisions` is only read."""
     framework = decisions.framework[0] if decisions.framework else "megatron"
     strategy = decisions.strategy[0] if decisions.strategy else "model-parallel"
+    policy = Policy.of(decisions)
     result = PlanResult(None, None, framework)
     if not decisions.strategy:
         result.events.append(("note", "no rule chose a strategy: model-parallel", None))
-    args = (cluster, model, training)
-    chosen, closest = Search(*args, decisions, strategy, framework, result, check_fn, allow_offload=False,
-                             keep_ranking=keep_ranking, assumptions=assumptions).run()
+    args = (cluster, model, training, policy, strategy, framework, result, check_fn)
+    chosen, closest = Search(*args, allow_offload=False, keep_ranking=keep_ranking, assumptions=assumptions).run()
     if chosen is None and strategy == "zero-dp":
-        chosen, closest = Search(*args, decisions, strategy, framework, result, check_fn, allow_offload=True,
-                                 keep_ranking=keep_ranking, assumptions=assumptions).run()
+        chosen, closest = Search(*args, allow_offload=True, keep_ranking=keep_ranking, assumptions=assumptions).run()
         if chosen is not None:
             where = ("NVMe (host memory cannot hold the offloaded states)" if chosen[0].offload_device == "nvme"
                      else "host memory")
             result.events.append(("note", f"nothing fits on the GPUs alone: ZeRO offload to {where}. "
                                   + offload_basis(cluster, chosen[0], chosen[1], assumptions or Assumptions()), None))
-    if chosen is None and strategy == "zero-dp":
-        # ZeRO alone (even with offload) cannot hold the model: widen to TP/PP, and say so.
-        if result.blocked_by:
-            why = f"every fitting ZeRO layout is refused by rule {result.blocked_by[0]}"
-        elif closest is not None:
-            why = f"no ZeRO stage or offload fits; closest {needs(closest)}"
-        else:               # nothing was sized: no shape, or no micro-batch that divides the batch
-            why = (f"no ZeRO layout is legal: global batch {training.global_batch_size} vs micro-batch x "
-                   f"data-parallel ranks on {cluster.gpus} GPUs (DeepSpeed's batch identity), within the rules' limits")
-        result.events.append(("reject", f"family zero-dp: {why}", "zero-dp"))
-        result.blocked_by = None
-        framework = "megatron"
-        decisions.zero_stages = ((1,), "planner")
-        decisions.features.setdefault("sp", "planner")
-        result.framework = framework
-        result.events.append(("note", "widening to model-parallel with Megatron-LM (TP inside the NVLink domain, then PP)", None))
-        strategy = "model-parallel"
-        chosen, closest = Search(*args, decisions, strategy, framework, result, check_fn, allow_offload=False,
-                                 keep_ranking=keep_ranking, assumptions=assumptions).run()
-        widened = True
-    else:
-        widened = False
+    widened = chosen is None and strategy == "zero-dp"
+    if widened:
+        chosen, closest = widen_to_megatron(cluster, model, training, policy, result, closest, check_fn, keep_ranking,
+                                            assumptions)
     if chosen is None:
         if result.blocked_by:
             pass                             # the search said which rule refused the layouts that fit
@@ -77,5 +59,5 @@ def plan(cluster: Cluster, model: Model, training: Training, decisions: Decision
         return result
     result.layout, result.estimate = chosen
     if not widened:      # (when widened, the other family is the ZeRO one that just failed, in the trace)
-        other_family(cluster, model, training, decisions, strategy, result, check_fn, keep_ranking, assumptions)
+        other_family(cluster, model, training, policy, strategy, result, check_fn, keep_ranking, assumptions)
     return result

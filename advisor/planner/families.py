@@ -1,16 +1,24 @@
-"""The family the rules did not choose: compared with the chosen family's best, and the rankings merged."""
+"""The two families, ZeRO data parallel (DeepSpeed) and model parallel (Megatron-LM): the one the
+rules did not choose is compared with the chosen one's best, and a ZeRO strategy that cannot hold
+the model widens to Megatron-LM. Where the planner departs from the rules' decisions it does so in
+a Policy of its own (space.Policy) and says so in the trace; the rules' Decisions stay as they are."""
 
 from __future__ import annotations
 
-import copy
-
-from ..actions import Decisions
 from ..specs import Cluster, Model, Training
 from .candidates import Alternative, PlanResult
+from .messages import needs
 from .ranking import NEAR_TIE
-from .search import Search
+from .search import Closest, Search
+from .space import Policy
 
-def other_family(cluster: Cluster, model: Model, training: Training, decisions: Decisions, strategy: str,
+
+def megatron_policy(policy: Policy) -> Policy:
+    """Megatron-LM's own defaults: its distributed optimizer (ZeRO-1) and sequence parallelism."""
+    return policy._replace(zero_stages=(1,), sp=True)
+
+
+def other_family(cluster: Cluster, model: Model, training: Training, policy: Policy, strategy: str,
                  result: PlanResult, check_fn, keep_ranking: bool, assumptions=None) -> None:
     """Evaluate the family the rules did not choose. A rule's zero-dp strategy is a preference for
     the simpler family (the seed's "≤32 cards: start with ZeRO; don't jump to TP/PP"; issue 5 ranks
@@ -20,15 +28,14 @@ def other_family(cluster: Cluster, model: Model, training: Training, decisions: 
     from the model outgrowing a node, where ZeRO-3's per-layer gathers over the whole cluster are
     modelled optimistically (bucketed calls, no per-module latency). Otherwise the other family's
     best joins the alternatives with the rule that preferred the chosen family."""
-    other = copy.deepcopy(decisions)
     if strategy == "zero-dp":
         family, framework = "model-parallel", "megatron"
-        other.zero_stages = ((1,), "planner")
-        other.features.setdefault("sp", "planner")
-        other.features.setdefault("tp_before_pp", "planner")
+        # TP before PP, the model-parallel family's preference, unless the MoE one applies
+        other = megatron_policy(policy)._replace(
+            tie_order="ep_over_tp" if policy.tie_order == "ep_over_tp" else "tp_before_pp")
     else:
         family, framework = "zero-dp", "deepspeed"
-        other.zero_stages = ((1, 2, 3), "planner")
+        other = policy._replace(zero_stages=(1, 2, 3))
     side = PlanResult(None, None, framework)
     chosen, _ = Search(cluster, model, training, other, family, framework, side, check_fn, allow_offload=False,
                        keep_ranking=keep_ranking, max_alternatives=0, assumptions=assumptions).run()
@@ -37,32 +44,60 @@ def other_family(cluster: Cluster, model: Model, training: Training, decisions: 
     if chosen is None or result.estimate is None:
         return
     layout, est = chosen
+    decisions = policy.decisions
     rule = decisions.strategy[1] if decisions.strategy else "the default strategy"
     ours = result.estimate.step_time
     if strategy == "zero-dp" and est.step_time * (1 + NEAR_TIE) < ours:
-        # The other family again, now with its alternatives, and the preferred family's best as one.
-        moved = PlanResult(None, None, framework)
-        chosen, _ = Search(cluster, model, training, other, family, framework, moved, check_fn, allow_offload=False,
-                           keep_ranking=False, assumptions=assumptions).run()
-        layout, est = chosen
-        result.events.append(("note", f"family {family} ({framework}) is estimated {1 - est.step_time / ours:.0%} "
-                                      f"faster than the best {strategy} layout ({est.step_time:.2f} s vs {ours:.2f} s), "
-                                      f"beyond the {NEAR_TIE:.0%} the estimate cannot separate: it overrides rule "
-                                      f"{rule}'s preference for {strategy}", None))
-        result.events += moved.events
-        kept = Alternative(result.layout, result.estimate, (
-            f"family {strategy} ({result.framework}): est. step {ours:.2f} s ({ours / est.step_time - 1:+.0%}); "
-            f"rule {rule} prefers it, but the estimate puts it beyond the {NEAR_TIE:.0%} band"))
-        result.layout, result.estimate, result.framework = layout, est, framework
-        result.alternatives = moved.alternatives + [kept]
-        if keep_ranking:                     # the chosen family leads
-            theirs = {id(layout) for layout, _ in side.ranking}
-            result.ranking = merge_rankings(side.ranking, [c for c in result.ranking if id(c[0]) not in theirs])
+        move_to(cluster, model, training, other, family, framework, result, side, check_fn, rule, keep_ranking,
+                assumptions)
         return
     delta = est.step_time / ours - 1
     result.alternatives.append(Alternative(layout, est, (
         f"family {family} ({framework}): est. step {est.step_time:.2f} s ({delta:+.0%}); "
         f"rule {rule} prefers {strategy} for this cluster and model")))
+
+
+def move_to(cluster: Cluster, model: Model, training: Training, policy: Policy, family: str, framework: str,
+            result: PlanResult, side: PlanResult, check_fn, rule: str, keep_ranking: bool, assumptions=None) -> None:
+    """The other family is beyond NEAR_TIE faster: search it again, now with its alternatives, and
+    make its best the choice, with the preferred family's best as an alternative."""
+    strategy, ours = "zero-dp", result.estimate.step_time
+    moved = PlanResult(None, None, framework)
+    (layout, est), _ = Search(cluster, model, training, policy, family, framework, moved, check_fn,
+                              allow_offload=False, keep_ranking=False, assumptions=assumptions).run()
+    result.events.append(("note", f"family {family} ({framework}) is estimated {1 - est.step_time / ours:.0%} "
+                                  f"faster than the best {strategy} layout ({est.step_time:.2f} s vs {ours:.2f} s), "
+                                  f"beyond the {NEAR_TIE:.0%} the estimate cannot separate: it overrides rule "
+                                  f"{rule}'s preference for {strategy}", None))
+    result.events += moved.events
+    kept = Alternative(result.layout, result.estimate, (
+        f"family {strategy} ({result.framework}): est. step {ours:.2f} s ({ours / est.step_time - 1:+.0%}); "
+        f"rule {rule} prefers it, but the estimate puts it beyond the {NEAR_TIE:.0%} band"))
+    result.layout, result.estimate, result.framework = layout, est, framework
+    result.alternatives = moved.alternatives + [kept]
+    if keep_ranking:                     # the chosen family leads
+        theirs = {id(layout) for layout, _ in side.ranking}
+        result.ranking = merge_rankings(side.ranking, [c for c in result.ranking if id(c[0]) not in theirs])
+
+
+def widen_to_megatron(cluster: Cluster, model: Model, training: Training, policy: Policy, result: PlanResult,
+                      closest: Closest | None, check_fn, keep_ranking: bool, assumptions=None):
+    """ZeRO alone (even with offload) cannot hold the model: widen to TP/PP, and say so. Returns
+    what Search.run returns."""
+    if result.blocked_by:
+        why = f"every fitting ZeRO layout is refused by rule {result.blocked_by[0]}"
+    elif closest is not None:
+        why = f"no ZeRO stage or offload fits; closest {needs(closest)}"
+    else:               # nothing was sized: no shape, or no micro-batch that divides the batch
+        why = (f"no ZeRO layout is legal: global batch {training.global_batch_size} vs micro-batch x "
+               f"data-parallel ranks on {cluster.gpus} GPUs (DeepSpeed's batch identity), within the rules' limits")
+    result.events.append(("reject", f"family zero-dp: {why}", "zero-dp"))
+    result.blocked_by = None
+    result.framework = "megatron"
+    result.events.append(("note", "widening to model-parallel with Megatron-LM (TP inside the NVLink domain, then PP)",
+                          None))
+    return Search(cluster, model, training, megatron_policy(policy), "model-parallel", "megatron", result, check_fn,
+                  allow_offload=False, keep_ranking=keep_ranking, assumptions=assumptions).run()
 
 
 def merge_rankings(ours: list, theirs: list) -> list:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
-from ..actions import Decisions
 from .candidates import Candidate
 from .space import OFFLOAD_RANK, RECOMPUTE_RANK
 
@@ -127,14 +126,6 @@ def tie_break(cand: Candidate, ties: Ties) -> tuple:
                                       lay.recompute, lay.micro_batch_size, cand.memory_share > COMFORTABLE_MEMORY,
                                       ties)
     return key
-
-
-def tie_order(decisions: Decisions) -> str:
-    """Which preference orders near-ties: the MoE one first, then TP-before-PP, else simplicity."""
-    for feature in ("ep_over_tp", "tp_before_pp"):
-        if feature in decisions.features:
-            return feature
-    return "simplicity"
 
 
 def why_lost(alt: Candidate, chosen: Candidate, fastest: float, order: str) -> str:

@@ -23,14 +23,13 @@ from operator import itemgetter
 from typing import Callable, NamedTuple
 
 from .._unchecked import build_unchecked
-from ..actions import Decisions
 from ..estimate import Assumptions, Sized, floor_of, floor_of_layout, resize, size, step_and_floors, step_time_of
 from ..layout import Layout
 from ..specs import Cluster, Model, Training
 from .candidates import Alternative, Candidate, PlanResult
 from .messages import host_short, note_search, short_of, shortfall
-from .ranking import MAX_MEMORY_UTILIZATION, NEAR_TIE, Ties, ordered, tie_break, tie_order, why_lost
-from .space import MBS_OPTIONS, OFFLOAD, RECOMPUTE, Shape, base_of, shapes, stages, variants_of
+from .ranking import MAX_MEMORY_UTILIZATION, NEAR_TIE, Ties, ordered, tie_break, why_lost
+from .space import MBS_OPTIONS, OFFLOAD, RECOMPUTE, Policy, Shape, base_of, shapes, stages, variants_of
 
 MAX_ALTERNATIVES = 4
 MAX_REJECT_EVENTS = 10          # rejections written to the trace one by one; the rest are counted
@@ -80,11 +79,11 @@ class Search:
     """One search of one family (framework and strategy): `run()` returns ((layout, estimate) of
     the choice or None, the Closest layout that did not fit or None), and fills `result`."""
 
-    def __init__(self, cluster: Cluster, model: Model, training: Training, decisions: Decisions, strategy: str,
+    def __init__(self, cluster: Cluster, model: Model, training: Training, policy: Policy, strategy: str,
                  framework: str, result: PlanResult, check_fn: Callable, allow_offload: bool, keep_ranking: bool,
                  max_alternatives: int = MAX_ALTERNATIVES, assumptions: Assumptions | None = None):
         self.cluster, self.model, self.training, self.assumptions = cluster, model, training, assumptions
-        self.decisions, self.strategy, self.framework = decisions, strategy, framework
+        self.policy, self.strategy, self.framework = policy, strategy, framework
         self.result, self.check_fn = result, check_fn
         self.keep_ranking, self.max_alternatives = keep_ranking, max_alternatives
         self.gbs = training.global_batch_size
@@ -92,10 +91,11 @@ class Search:
         self.recomputes = ("none", "full") if framework == "deepspeed" else RECOMPUTE   # selective is Megatron's
         self.top = len(self.recomputes) - 1                  # the most frugal recompute level
         self.offloads = OFFLOAD if allow_offload else ("none",)
-        self.sp = "sp" in decisions.features
+        self.sp = policy.sp
         # the ZeRO stages to try, by pp > 1 (all that stages() reads of pp), worked out once per search
-        self.zero_stages = {pipelined: stages(decisions, framework, 2 if pipelined else 1) for pipelined in (False, True)}
-        self.ties = Ties.of(tie_order(decisions), model.layers, min(cluster.nvlink_domain, cluster.gpus))
+        self.zero_stages = {pipelined: stages(policy.zero_stages, framework, 2 if pipelined else 1)
+                            for pipelined in (False, True)}
+        self.ties = Ties.of(policy.tie_order, model.layers, min(cluster.nvlink_domain, cluster.gpus))
         self.found: list[Candidate] = []
         self.closest: Closest | None = None
         self.n_logged = 0                    # memory rejections written by this search (capped)
@@ -122,7 +122,7 @@ class Search:
         # (base, micro-batch, vpp) -> the variant's tie-break key at its most favourable (least
         # recompute, lowest ZeRO stage, no offload, memory headroom); several rounds ask for it again
         self.favourable: dict[tuple, tuple] = {}
-        self.zero_min = min(stages(decisions, framework, 1))
+        self.zero_min = min(stages(policy.zero_stages, framework, 1))
         self.band = float("inf")
 
     def run(self):
@@ -288,8 +288,8 @@ class Search:
     def coarse(self) -> None:
         """Every shape at plain 1F1B and its smallest legal micro-batch; the floors of its variants."""
         found, floors, levels, variants = self.found, self.floors, self.levels, self.variants
-        shaped = [(shape, base_of(shape)) for shape in shapes(self.cluster, self.model, self.training, self.decisions,
-                                                                self.strategy, self.framework)]
+        legal = shapes(self.cluster, self.model, self.training, self.policy.decisions, self.strategy, self.framework)
+        shaped = [(shape, base_of(shape)) for shape in legal]
         variants.update(variants_of(shaped, self.gbs, self.mbs_options))
         for shape, b in shaped:
             if shape.vpp > 1 or b not in variants:

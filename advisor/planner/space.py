@@ -27,6 +27,29 @@ MBS_OPTIONS = (1, 2, 4)
 MAX_VPP_OPTIONS = 3
 
 
+def tie_order(decisions: Decisions) -> str:
+    """Which preference orders near-ties: the MoE one first, then TP-before-PP, else simplicity."""
+    for feature in ("ep_over_tp", "tp_before_pp"):
+        if feature in decisions.features:
+            return feature
+    return "simplicity"
+
+
+class Policy(NamedTuple):
+    """What a search takes from the rules' decisions. The planner departs from them only through
+    a Policy of its own (families.py: the other family, widening to Megatron-LM), so that the
+    rules' Decisions, which the trace has already reported, are never written to."""
+    decisions: Decisions                  # the limits and enabled features (CP), as the rules left them
+    zero_stages: tuple[int, ...] | None   # the ZeRO stages allowed; None: the framework's default
+    sp: bool                              # sequence parallelism wherever tp > 1
+    tie_order: str                        # ranking.CRITERIA's key: "ep_over_tp", "tp_before_pp", "simplicity"
+
+    @classmethod
+    def of(cls, decisions: Decisions) -> Policy:
+        return cls(decisions, decisions.zero_stages[0] if decisions.zero_stages else None, "sp" in decisions.features,
+                   tie_order(decisions))
+
+
 class Shape(NamedTuple):   # a NamedTuple: several times cheaper to build than a frozen dataclass
     tp: int
     pp: int
@@ -142,8 +165,9 @@ def variants_of(shapes_and_bases: list[tuple[Shape, tuple]], gbs: int, mbs_optio
     return variants
 
 
-def stages(decisions: Decisions, framework: str, pp: int) -> list[int]:
-    allowed = sorted(decisions.zero_stages[0]) if decisions.zero_stages else ([1] if framework.startswith("megatron") else [1, 2, 3])
+def stages(allowed_stages: tuple[int, ...] | None, framework: str, pp: int) -> list[int]:
+    """The ZeRO stages to try: those allowed (Policy.zero_stages), else the framework's default."""
+    allowed = sorted(allowed_stages) if allowed_stages else ([1] if framework.startswith("megatron") else [1, 2, 3])
     if framework in ("deepspeed", "megatron+deepspeed") and pp > 1:
         allowed = [z for z in allowed if z <= 1] or [1]       # DeepSpeed pipe/engine.py: ZeRO-2/3 not with PP
     return allowed
