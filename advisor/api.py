@@ -181,8 +181,8 @@ def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path,
     if result.layout is not None:
         findings, _ = layout_findings(book, cluster, model, training, result.layout, result.estimate.memory, engine,
                                       _zero_only_fits(cluster, model, result.layout, training, assumptions))
-    for op, message, candidate in result.events:
-        add(op, message, candidate=candidate)
+    for event in result.events:
+        add(event.op, event.message, candidate=event.candidate, rule_id=event.rule_id, have=event.have, want=event.want)
     if result.layout is not None:
         est = result.estimate
         add("choose", f"est. step {est.step_time:.2f} s, MFU {est.mfu:.0%}, "

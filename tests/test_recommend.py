@@ -417,3 +417,19 @@ def test_the_planner_departs_from_the_rules_decisions_without_writing_to_them(gp
     assert result.framework == "megatron" and result.layout.zero_stage == 1 and result.layout.sp
     assert any(says in e[1] for e in result.events)
     assert decisions == before
+
+
+def test_planner_rejections_keep_their_rule_and_numbers_in_the_trace():
+    """A rejection by an audit rule names the rule in rule_id (not only in its text); one for memory
+    gives the bytes per GPU needed (have) and the capacity (want)."""
+    blocked = advisor.recommend(Cluster(gpu="H100-SXM-80GB", gpus=64), "llama-3-70b",
+                                Training(seq_len=32768, global_batch_size=64))
+    by_rule = [e for e in blocked.trace.events if e.op == "reject" and e.message.startswith("rule ")]
+    assert by_rule and all(e.message.startswith(f"rule {e.rule_id}: ") for e in by_rule)
+    offloaded = advisor.recommend(Cluster(gpu="A100-80GB", gpus=8), "llama-2-70b",
+                                  Training(seq_len=4096, global_batch_size=64))
+    memory = [e for e in offloaded.trace.events if e.op == "reject" and e.message.startswith("memory: ")]
+    assert memory
+    for e in memory:
+        assert e.want == offloaded.cluster.gpu.memory and e.have > e.want
+        assert f"{e.have / 2**30:.1f} GiB per GPU > {e.want / 2**30:.1f} GiB" in e.message

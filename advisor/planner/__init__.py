@@ -17,11 +17,12 @@ from ..estimate import Assumptions
 from ..specs import Cluster, Model, Training
 from .candidates import Alternative, PlanResult
 from .families import other_family, widen_to_megatron
-from .messages import needs, offload_basis
+from .events import PlanEvent
+from .messages import need_and_capacity, needs, offload_basis
 from .search import Search
 from .space import Policy
 
-__all__ = ["Alternative", "PlanResult", "plan"]
+__all__ = ["Alternative", "PlanEvent", "PlanResult", "plan"]
 
 
 def plan(cluster: Cluster, model: Model, training: Training, decisions: Decisions,
@@ -34,7 +35,7 @@ def plan(cluster: Cluster, model: Model, training: Training, decisions: Decision
     policy = Policy.of(decisions)
     result = PlanResult(None, None, framework)
     if not decisions.strategy:
-        result.events.append(("note", "no rule chose a strategy: model-parallel", None))
+        result.events.append(PlanEvent("note", "no rule chose a strategy: model-parallel"))
     args = (cluster, model, training, policy, strategy, framework, result, check_fn)
     chosen, closest = Search(*args, allow_offload=False, keep_ranking=keep_ranking, assumptions=assumptions).run()
     if chosen is None and strategy == "zero-dp":
@@ -42,8 +43,8 @@ def plan(cluster: Cluster, model: Model, training: Training, decisions: Decision
         if chosen is not None:
             where = ("NVMe (host memory cannot hold the offloaded states)" if chosen[0].offload_device == "nvme"
                      else "host memory")
-            result.events.append(("note", f"nothing fits on the GPUs alone: ZeRO offload to {where}. "
-                                  + offload_basis(cluster, chosen[0], chosen[1], assumptions or Assumptions()), None))
+            result.events.append(PlanEvent("note", f"nothing fits on the GPUs alone: ZeRO offload to {where}. "
+                                           + offload_basis(cluster, chosen[0], chosen[1], assumptions or Assumptions())))
     widened = chosen is None and strategy == "zero-dp"
     if widened:
         chosen, closest = widen_to_megatron(cluster, model, training, policy, result, closest, check_fn, keep_ranking,
@@ -52,10 +53,12 @@ def plan(cluster: Cluster, model: Model, training: Training, decisions: Decision
         if result.blocked_by:
             pass                             # the search said which rule refused the layouts that fit
         elif closest is not None:
-            result.events.append(("reject", f"no layout fits; closest {needs(closest)}", closest[0].id))
+            have, want = need_and_capacity(closest.sized)
+            result.events.append(PlanEvent("reject", f"no layout fits; closest {needs(closest)}", closest.layout.id,
+                                           have=have, want=want))
         else:
-            result.events.append(("reject", "no layout satisfies the divisibility constraints "
-                                            "(heads, layers, global batch vs dp)", None))
+            result.events.append(PlanEvent("reject", "no layout satisfies the divisibility constraints "
+                                                     "(heads, layers, global batch vs dp)"))
         return result
     result.layout, result.estimate = chosen
     if not widened:      # (when widened, the other family is the ZeRO one that just failed, in the trace)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from ..estimate import Estimate, Sized, estimate_of
 from ..layout import Layout
+from .events import PlanEvent
 
 
 @dataclass(frozen=True)
@@ -21,7 +22,7 @@ class PlanResult:
     estimate: Estimate | None
     framework: str | None
     alternatives: list[Alternative] = field(default_factory=list)
-    events: list[tuple[str, str, str | None]] = field(default_factory=list)   # (op, message, candidate id)
+    events: list[PlanEvent] = field(default_factory=list)
     examined: int = 0
     ranking: list[tuple[Layout, Estimate]] = field(default_factory=list)
     """Every layout that fit, best first (before the audit's check), for benchmarks and tools."""

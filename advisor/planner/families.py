@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from ..specs import Cluster, Model, Training
 from .candidates import Alternative, PlanResult
-from .messages import needs
+from .events import PlanEvent
+from .messages import need_and_capacity, needs
 from .ranking import NEAR_TIE
 from .search import Closest, Search
 from .space import Policy
@@ -48,7 +49,7 @@ def other_family(cluster: Cluster, model: Model, training: Training, policy: Pol
     rule = decisions.strategy[1] if decisions.strategy else "the default strategy"
     ours = result.estimate.step_time
     if strategy == "zero-dp" and est.step_time * (1 + NEAR_TIE) < ours:
-        move_to(cluster, model, training, other, family, framework, result, side, check_fn, rule, keep_ranking,
+        move_to(cluster, model, training, other, family, framework, result, side, check_fn, decisions.strategy, keep_ranking,
                 assumptions)
         return
     delta = est.step_time / ours - 1
@@ -58,17 +59,21 @@ def other_family(cluster: Cluster, model: Model, training: Training, policy: Pol
 
 
 def move_to(cluster: Cluster, model: Model, training: Training, policy: Policy, family: str, framework: str,
-            result: PlanResult, side: PlanResult, check_fn, rule: str, keep_ranking: bool, assumptions=None) -> None:
+            result: PlanResult, side: PlanResult, check_fn, strategy_decision: tuple[str, str] | None,
+            keep_ranking: bool, assumptions=None) -> None:
     """The other family is beyond NEAR_TIE faster: search it again, now with its alternatives, and
-    make its best the choice, with the preferred family's best as an alternative."""
+    make its best the choice, with the preferred family's best as an alternative. The note that
+    says so carries the rule whose zero-dp strategy it sets aside."""
+    rule_id = strategy_decision[1] if strategy_decision else None
+    rule = rule_id or "the default strategy"
     strategy, ours = "zero-dp", result.estimate.step_time
     moved = PlanResult(None, None, framework)
     (layout, est), _ = Search(cluster, model, training, policy, family, framework, moved, check_fn,
                               allow_offload=False, keep_ranking=False, assumptions=assumptions).run()
-    result.events.append(("note", f"family {family} ({framework}) is estimated {1 - est.step_time / ours:.0%} "
-                                  f"faster than the best {strategy} layout ({est.step_time:.2f} s vs {ours:.2f} s), "
-                                  f"beyond the {NEAR_TIE:.0%} the estimate cannot separate: it overrides rule "
-                                  f"{rule}'s preference for {strategy}", None))
+    result.events.append(PlanEvent("note", f"family {family} ({framework}) is estimated {1 - est.step_time / ours:.0%} "
+                                           f"faster than the best {strategy} layout ({est.step_time:.2f} s vs "
+                                           f"{ours:.2f} s), beyond the {NEAR_TIE:.0%} the estimate cannot separate: it "
+                                           f"overrides rule {rule}'s preference for {strategy}", rule_id=rule_id))
     result.events += moved.events
     kept = Alternative(result.layout, result.estimate, (
         f"family {strategy} ({result.framework}): est. step {ours:.2f} s ({ours / est.step_time - 1:+.0%}); "
@@ -84,18 +89,23 @@ def widen_to_megatron(cluster: Cluster, model: Model, training: Training, policy
                       closest: Closest | None, check_fn, keep_ranking: bool, assumptions=None):
     """ZeRO alone (even with offload) cannot hold the model: widen to TP/PP, and say so. Returns
     what Search.run returns."""
+    refused_by = have = want = None
     if result.blocked_by:
-        why = f"every fitting ZeRO layout is refused by rule {result.blocked_by[0]}"
+        refused_by = result.blocked_by[0]
+        why = f"every fitting ZeRO layout is refused by rule {refused_by}"
     elif closest is not None:
         why = f"no ZeRO stage or offload fits; closest {needs(closest)}"
+        have, want = need_and_capacity(closest.sized)
     else:               # nothing was sized: no shape, or no micro-batch that divides the batch
         why = (f"no ZeRO layout is legal: global batch {training.global_batch_size} vs micro-batch x "
                f"data-parallel ranks on {cluster.gpus} GPUs (DeepSpeed's batch identity), within the rules' limits")
-    result.events.append(("reject", f"family zero-dp: {why}", "zero-dp"))
+    result.events.append(PlanEvent("reject", f"family zero-dp: {why}", "zero-dp", rule_id=refused_by, have=have,
+                                   want=want))
     result.blocked_by = None
     result.framework = "megatron"
-    result.events.append(("note", "widening to model-parallel with Megatron-LM (TP inside the NVLink domain, then PP)",
-                          None))
+    strategy_rule = policy.decisions.strategy[1] if policy.decisions.strategy else None   # set aside here
+    result.events.append(PlanEvent("note", "widening to model-parallel with Megatron-LM (TP inside the NVLink domain, "
+                                           "then PP)", rule_id=strategy_rule))
     return Search(cluster, model, training, megatron_policy(policy), "model-parallel", "megatron", result, check_fn,
                   allow_offload=False, keep_ranking=keep_ranking, assumptions=assumptions).run()
 

@@ -7,6 +7,7 @@ from ..estimate import Assumptions, Estimate, Sized
 from ..layout import Layout
 from ..specs import Cluster
 from .candidates import Candidate, PlanResult
+from .events import PlanEvent
 from .ranking import MAX_MEMORY_UTILIZATION, NEAR_TIE, TIE_WORDS
 
 
@@ -15,14 +16,20 @@ def host_need(sized: Sized) -> float:
     return sized.host_bytes * sized.assumptions.host_buffer_factor
 
 
-def shortfall(sized: Sized) -> float:
-    """How far a layout that does not fit is from fitting: the share of GPU memory it needs, or when
-    the GPU has room, of host memory (of NVMe, for states offloaded there)."""
+def need_and_capacity(sized: Sized) -> tuple[float, float]:
+    """What a layout that does not fit needs and has, bytes per GPU: GPU memory, or when the GPU
+    has room, host memory (NVMe, for states offloaded there)."""
     if not sized.fits:
-        return sized.total / sized.capacity
+        return sized.total, sized.capacity
     if sized.ctx.offload_device == "nvme":
-        return sized.nvme_bytes / sized.ctx.nvme_per_gpu
-    return host_need(sized) / sized.ctx.host_per_gpu
+        return sized.nvme_bytes, sized.ctx.nvme_per_gpu
+    return host_need(sized), sized.ctx.host_per_gpu
+
+
+def shortfall(sized: Sized) -> float:
+    """How far a layout that does not fit is from fitting: the share of its memory it needs."""
+    need, capacity = need_and_capacity(sized)
+    return need / capacity
 
 
 def short_of(sized: Sized, recompute: str) -> str:
@@ -81,12 +88,12 @@ def note_search(result: PlanResult, found: list[Candidate], floors: dict, varian
                 tie_order: str) -> None:
     n_tight = sum(c.tight for c in found)
     ties = TIE_WORDS[tie_order]
-    result.events.append(("note", f"{len(found)} layouts fit in memory ({n_tight} above "
-                                  f"{MAX_MEMORY_UTILIZATION:.0%} of it, ranked last); ranked by estimated "
-                                  f"step time; ties within {NEAR_TIE:.0%} go to {ties}", None))
+    result.events.append(PlanEvent("note", f"{len(found)} layouts fit in memory ({n_tight} above "
+                                           f"{MAX_MEMORY_UTILIZATION:.0%} of it, ranked last); ranked by estimated "
+                                           f"step time; ties within {NEAR_TIE:.0%} go to {ties}"))
     n_variants = sum(len(v) for b, v in variants.items() if b in floors)
     shapes = "1 shape fits; {} of its" if len(floors) == 1 else f"{len(floors)} shapes fit; {{}} of their"
-    result.events.append(("note", shapes.format(len([t for t in tried if t[0] in floors])) +
-                                  f" {n_variants} (micro-batch, vpp) variants sized; the others' floors (compute, "
-                                  f"unhidden communication, least bubble) cannot change the choice", None))
+    result.events.append(PlanEvent("note", shapes.format(len([t for t in tried if t[0] in floors])) +
+                                   f" {n_variants} (micro-batch, vpp) variants sized; the others' floors (compute, "
+                                   f"unhidden communication, least bubble) cannot change the choice"))
 

@@ -27,7 +27,8 @@ from ..estimate import Assumptions, Sized, floor_of, floor_of_layout, resize, si
 from ..layout import Layout
 from ..specs import Cluster, Model, Training
 from .candidates import Alternative, Candidate, PlanResult
-from .messages import host_short, note_search, short_of, shortfall
+from .events import PlanEvent
+from .messages import host_need, host_short, need_and_capacity, note_search, short_of, shortfall
 from .ranking import MAX_MEMORY_UTILIZATION, NEAR_TIE, Ties, ordered, tie_break, why_lost
 from .space import MBS_OPTIONS, OFFLOAD, RECOMPUTE, Policy, Shape, base_of, shapes, stages, variants_of
 
@@ -178,7 +179,8 @@ class Search:
             # puts them on NVMe instead, which DeepSpeed allows with ZeRO-3 only (offload_config.py;
             # rule deepspeed.nvme-offload-needs-zero3). Their capacity is not checked.
             if self.may_log((self.framework, shape.tp, shape.pp, shape.cp, shape.ep, zero, offload, "cpu")):
-                self.result.events.append(("reject", host_short(sized) + "; offloading to NVMe instead", base.id))
+                self.result.events.append(PlanEvent("reject", host_short(sized) + "; offloading to NVMe instead",
+                                                    base.id, have=host_need(sized), want=sized.ctx.host_per_gpu))
             base = self.layout_for(shape, mbs, m, zero, self.recomputes[start], offload, "nvme")
             sized = size(cluster, model, base, training, assumptions)
             self.result.examined += 1
@@ -192,7 +194,9 @@ class Search:
             self.closest = Closest(frugal, sized, short)
         if mbs == self.mbs_options[0] and shape.vpp == 1 and \
                 self.may_log((self.framework, shape.tp, shape.pp, shape.cp, shape.ep, zero, offload)):
-            self.result.events.append(("reject", short_of(sized, self.recomputes[-1]), frugal.id))
+            have, want = need_and_capacity(sized)
+            self.result.events.append(PlanEvent("reject", short_of(sized, self.recomputes[-1]), frugal.id,
+                                                have=have, want=want))
 
     def explore(self, shape: Shape, b: tuple, mbs: int, variants_of_shape: list | None, levels: dict | None = None,
                 threshold: float | None = None) -> bool:
@@ -470,17 +474,18 @@ class Search:
         """The audit's refusals (the first few one by one, then counted), and what the search sized."""
         result = self.result
         for rule_id, message, layout_id in rejected[:MAX_REJECT_EVENTS]:
-            result.events.append(("reject", f"rule {rule_id}: {message}", layout_id))
+            result.events.append(PlanEvent("reject", f"rule {rule_id}: {message}", layout_id, rule_id=rule_id))
         if len(rejected) > MAX_REJECT_EVENTS:
             counts = Counter(r[0] for r in rejected[MAX_REJECT_EVENTS:])
-            result.events.append(("note", f"{len(rejected) - MAX_REJECT_EVENTS} more layouts refused by the audit: "
-                                          + ", ".join(f"rule {r} ({n})" for r, n in counts.most_common()), None))
+            refused = ", ".join(f"rule {r} ({n})" for r, n in counts.most_common())
+            result.events.append(PlanEvent("note", f"{len(rejected) - MAX_REJECT_EVENTS} more layouts refused by the "
+                                                   f"audit: {refused}"))
         if chosen is None:
             # Layouts fit, but the audit refused every one: say which rule, not "nothing fits".
             rule_id, message = Counter((r[0], r[1]) for r in rejected).most_common(1)[0][0]
             result.blocked_by = (rule_id, message)
-            result.events.append(("reject", f"every layout that fits is refused by the audit; first of all by rule "
-                                            f"{rule_id}: {message}", None))
+            result.events.append(PlanEvent("reject", f"every layout that fits is refused by the audit; first of all by "
+                                                     f"rule {rule_id}: {message}", rule_id=rule_id))
         else:
             note_search(result, self.found, self.floors, self.variants, self.tried, self.ties.order)
 
@@ -495,8 +500,8 @@ class Search:
     def choice(self, chosen: Candidate, alternatives: list[Candidate]):
         result = self.result
         if chosen.tight:
-            result.events.append(("note", f"every fitting layout uses more than {MAX_MEMORY_UTILIZATION:.0%} "
-                                          "of GPU memory: expect little room for fragmentation", None))
+            result.events.append(PlanEvent("note", f"every fitting layout uses more than {MAX_MEMORY_UTILIZATION:.0%} "
+                                                   "of GPU memory: expect little room for fragmentation"))
         fastest = min(c.step_time for c in self.found if c.tight is chosen.tight)
         result.alternatives += [Alternative(c.layout, c.estimate, why_lost(c, chosen, fastest, self.ties.order))
                                 for c in alternatives]
