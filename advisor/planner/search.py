@@ -45,7 +45,7 @@ class Closest(NamedTuple):
 
 # One (shape, micro-batch, ZeRO, offload) option's sizings: (base layout, first recompute index
 # sized, {recompute index: (layout, sized)}). A plain tuple: one is built per option in the hot loop.
-Sizings = tuple
+Sizings = tuple[Layout, int, dict[int, tuple[Layout, Sized]]]
 
 
 def pick(ordered: list[Candidate], check_fn, checked: dict, max_alternatives: int):
@@ -124,7 +124,7 @@ class Search:
         # recompute, lowest ZeRO stage, no offload, memory headroom); several rounds ask for it again
         self.favourable: dict[tuple, tuple] = {}
         self.zero_min = min(stages(policy.zero_stages, framework, 1))
-        self.band = float("inf")
+        self.band = float("inf")               # NEAR_TIE above the best, once the fine pass has settled it
 
     def run(self):
         self.coarse()
