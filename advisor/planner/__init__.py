@@ -8,6 +8,8 @@
    tie-break criteria; the audit's legality rules then have the last word on each pick.
 4. Families (families.py): the family the rules did not choose is compared, and a ZeRO strategy that
    cannot hold the model widens to Megatron-LM.
+What the search finds is in candidates.py, what it tells the trace in events.py (typed) and
+messages.py (the wording).
 """
 
 from __future__ import annotations
@@ -15,14 +17,14 @@ from __future__ import annotations
 from ..actions import Decisions
 from ..estimate import Assumptions
 from ..specs import Cluster, Model, Training
-from .candidates import Alternative, PlanResult
+from .candidates import PlanResult
 from .families import other_family, widen_to_megatron
 from .events import PlanEvent
 from .messages import need_and_capacity, needs, offload_basis
 from .search import Search
 from .space import Policy
 
-__all__ = ["Alternative", "PlanEvent", "PlanResult", "plan"]
+__all__ = ["PlanEvent", "PlanResult", "plan"]
 
 
 def plan(cluster: Cluster, model: Model, training: Training, decisions: Decisions,

@@ -1,8 +1,10 @@
-"""What the search finds and hands back: the layouts that fit, the alternatives, the plan's result."""
+"""What the search finds and hands back: the layouts that fit (and the closest one that did not),
+the alternatives, the plan's result."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..estimate import Estimate, Sized, estimate_of
 from ..layout import Layout
@@ -32,6 +34,13 @@ class PlanResult:
     """(framework, tp, pp, cp, ep, ZeRO stage, offload[, "cpu" when moved to NVMe]) already rejected for
     memory in the trace: a second search (with offload allowed) sizes the same options again and must
     not repeat them."""
+
+
+class Closest(NamedTuple):
+    """The layout that came closest to fitting, at its most frugal recompute level."""
+    layout: Layout
+    sized: Sized
+    shortfall: float             # messages.shortfall: the share of its memory it needs (> 1)
 
 
 class Candidate:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 
 class PlanEvent(NamedTuple):
@@ -12,7 +12,7 @@ class PlanEvent(NamedTuple):
     planner departs from a rule's decision (widening to, or moving to, model parallelism), the rule
     whose decision it sets aside. `have`/`want`: for a rejection for memory, the bytes per GPU the
     layout needs and the capacity it had to fit in (GPU memory, host memory or NVMe)."""
-    op: str
+    op: Literal["reject", "note"]
     message: str
     candidate: str | None = None
     rule_id: str | None = None

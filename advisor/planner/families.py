@@ -6,11 +6,11 @@ a Policy of its own (space.Policy) and says so in the trace; the rules' Decision
 from __future__ import annotations
 
 from ..specs import Cluster, Model, Training
-from .candidates import Alternative, PlanResult
+from .candidates import Alternative, Closest, PlanResult
 from .events import PlanEvent
 from .messages import need_and_capacity, needs
 from .ranking import NEAR_TIE
-from .search import Closest, Search
+from .search import Search
 from .space import Policy
 
 

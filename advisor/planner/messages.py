@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..estimate import Assumptions, Estimate, Sized
 from ..layout import Layout
 from ..specs import Cluster
-from .candidates import Candidate, PlanResult
+from .candidates import Candidate, Closest, PlanResult
 from .events import PlanEvent
 from .ranking import MAX_MEMORY_UTILIZATION, NEAR_TIE, TIE_WORDS
 
@@ -54,9 +54,9 @@ def host_short(sized: Sized) -> str:
             f"host memory per GPU")
 
 
-def needs(closest: tuple) -> str:
-    """'<id> needs ...' for the layout that came closest to fitting: (layout, sized, shortfall)."""
-    layout, sized = closest[0], closest[1]
+def needs(closest: Closest) -> str:
+    """'<id> needs ...' for the layout that came closest to fitting."""
+    layout, sized = closest.layout, closest.sized
     if not sized.fits:
         return f"{layout.id} needs {sized.total / 2**30:.1f} GiB of {sized.capacity / 2**30:.1f} GiB"
     if sized.ctx.offload_device == "nvme":

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from operator import itemgetter
-from typing import Callable, NamedTuple
+from typing import Callable
 
 from .._unchecked import build_unchecked
 from ..estimate import Assumptions, Sized, floor_of, floor_of_layout, resize, size, step_and_floors, step_time_of
 from ..layout import Layout
 from ..specs import Cluster, Model, Training
-from .candidates import Alternative, Candidate, PlanResult
+from .candidates import Alternative, Candidate, Closest, PlanResult
 from .events import PlanEvent
 from .messages import host_need, host_short, need_and_capacity, note_search, short_of, shortfall
 from .ranking import MAX_MEMORY_UTILIZATION, NEAR_TIE, Ties, ordered, tie_break, why_lost
@@ -34,13 +34,6 @@ from .space import MBS_OPTIONS, OFFLOAD, RECOMPUTE, Policy, Shape, base_of, shap
 
 MAX_ALTERNATIVES = 4
 MAX_REJECT_EVENTS = 10          # rejections written to the trace one by one; the rest are counted
-
-
-class Closest(NamedTuple):
-    """The layout that came closest to fitting, at its most frugal recompute level."""
-    layout: Layout
-    sized: Sized
-    shortfall: float             # messages.shortfall: 1.0 would just fit
 
 
 # One (shape, micro-batch, ZeRO, offload) option's sizings: (base layout, first recompute index
