@@ -45,8 +45,8 @@ def plan(cluster: Cluster, model: Model, training: Training, decisions: Decision
         if chosen is not None:
             where = ("NVMe (host memory cannot hold the offloaded states)" if chosen[0].offload_device == "nvme"
                      else "host memory")
-            result.events.append(PlanEvent("note", f"nothing fits on the GPUs alone: ZeRO offload to {where}. "
-                                           + offload_basis(cluster, chosen[0], chosen[1], assumptions or Assumptions())))
+            basis = offload_basis(cluster, chosen[0], chosen[1], assumptions or Assumptions())
+            result.events.append(PlanEvent("note", f"nothing fits on the GPUs alone: ZeRO offload to {where}. {basis}"))
     widened = chosen is None and strategy == "zero-dp"
     if widened:
         chosen, closest = widen_to_megatron(cluster, model, training, policy, result, closest, check_fn, keep_ranking,

@@ -45,11 +45,11 @@ def other_family(cluster: Cluster, model: Model, training: Training, policy: Pol
     if chosen is None or result.estimate is None:
         return
     layout, est = chosen
-    decisions = policy.decisions
-    rule = decisions.strategy[1] if decisions.strategy else "the default strategy"
+    rule_id = policy.decisions.strategy[1] if policy.decisions.strategy else None
+    rule = rule_id or "the default strategy"
     ours = result.estimate.step_time
     if strategy == "zero-dp" and est.step_time * (1 + NEAR_TIE) < ours:
-        move_to(cluster, model, training, other, family, framework, result, side, check_fn, decisions.strategy, keep_ranking,
+        move_to(cluster, model, training, other, family, framework, result, side, check_fn, rule_id, keep_ranking,
                 assumptions)
         return
     delta = est.step_time / ours - 1
@@ -59,12 +59,11 @@ def other_family(cluster: Cluster, model: Model, training: Training, policy: Pol
 
 
 def move_to(cluster: Cluster, model: Model, training: Training, policy: Policy, family: str, framework: str,
-            result: PlanResult, side: PlanResult, check_fn, strategy_decision: tuple[str, str] | None,
-            keep_ranking: bool, assumptions=None) -> None:
+            result: PlanResult, side: PlanResult, check_fn, rule_id: str | None, keep_ranking: bool,
+            assumptions=None) -> None:
     """The other family is beyond NEAR_TIE faster: search it again, now with its alternatives, and
     make its best the choice, with the preferred family's best as an alternative. The note that
-    says so carries the rule whose zero-dp strategy it sets aside."""
-    rule_id = strategy_decision[1] if strategy_decision else None
+    says so carries rule_id, the rule whose zero-dp strategy it sets aside."""
     rule = rule_id or "the default strategy"
     strategy, ours = "zero-dp", result.estimate.step_time
     moved = PlanResult(None, None, framework)
