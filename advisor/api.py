@@ -77,8 +77,8 @@ def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path,
     if result.layout is not None:
         findings, _ = layout_findings(book, cluster, model, training, result.layout, result.estimate.memory, engine,
                                       zero_only_fits(cluster, model, result.layout, training, assumptions))
-    for op, message, candidate in result.events:
-        events.append(TraceEvent(seq=len(events) + 1, op=op, message=message, candidate=candidate))
+    events += [TraceEvent(seq=seq, op=e.op, message=e.message, candidate=e.candidate, rule_id=e.rule_id,
+                          have=e.have, want=e.want) for seq, e in enumerate(result.events, len(events) + 1)]
     if result.layout is not None:
         est = result.estimate
         events.append(TraceEvent(seq=len(events) + 1, op="choose", candidate=result.layout.id,

@@ -40,7 +40,7 @@ def test_pp_only_when_more_tp_inside_the_node_would_not_do_as_well(s):
     """TP grows to the node before PP grows: a recommended pp > 1 never leaves a fitting pp = 1 layout
     with more TP (inside the NVLink domain) that the cost model rates about as fast."""
     from advisor.api import recommend_with_ranking
-    from advisor.planner import NEAR_TIE
+    from advisor.planner.ranking import NEAR_TIE
     cluster, model, training = s
     rec, ranking = recommend_with_ranking(cluster, model, training)
     lay = rec.layout
@@ -80,14 +80,14 @@ def test_virtual_stages_are_offered_for_uneven_splits_that_megatron_can_lay_out(
     chunk holds a layer); DeepSeek-V3's 61 (3 | 4 x 14 | 2) with 2; even splits keep the divisors of
     L / PP; no split, no virtual stages."""
     from advisor.inputs.pipeline import virtual_stage_layers
-    from advisor.planner import _vpp_options
+    from advisor.planner.space import vpp_options
 
-    assert _vpp_options(126, 16) == [1, 2, 4]
-    assert _vpp_options(61, 16) == [1, 2]
-    assert _vpp_options(80, 4) == [1, 2, 5]
-    assert _vpp_options(126, 20) == [1]
+    assert vpp_options(126, 16) == [1, 2, 4]
+    assert vpp_options(61, 16) == [1, 2]
+    assert vpp_options(80, 4) == [1, 2, 5]
+    assert vpp_options(126, 20) == [1]
     for layers in (32, 61, 80, 94, 96, 126):
         for pp in (2, 3, 4, 6, 8, 12, 16):
-            for vpp in _vpp_options(layers, pp)[1:]:
+            for vpp in vpp_options(layers, pp)[1:]:
                 chunks = virtual_stage_layers(layers, pp, vpp)
                 assert chunks is not None and min(chunks) >= 1 and sum(chunks) == layers, (layers, pp, vpp)

@@ -1,12 +1,19 @@
 """End to end: inputs -> facts -> rules -> planner -> Recommendation, on the issue's reference cases."""
 
+import copy
 import json
+import random
+from types import SimpleNamespace
 
 import pytest
 
 import advisor
 from advisor import Cluster, Layout, Model, Training
+from advisor.rulebook.actions import Decisions
 from advisor.api import recommend_with_ranking
+from advisor.planner import plan
+from advisor.planner.candidates import Candidate
+from advisor.planner.ranking import CRITERIA, Ties, tie_break, why_lost
 from advisor.rulebook.load import builtin_rulebook
 
 
@@ -370,10 +377,62 @@ def test_a_near_tied_alternative_names_the_preference_that_decided_it():
     assert "for more TP inside the NVLink domain (tp 4 vs 8)" in reasons["tp4-cp2-dp2-pp4-zero1"]
 
 
-def test_every_tie_break_position_has_its_words():
-    """_why_lost names the deciding preference by its position in _tie_key: the two must stay in
-    step for every tie order (a new preference without words would be named wrongly)."""
-    from advisor.planner import _KEY_WORDS, _tie_key, _Ties
-    for order in ("ep_over_tp", "tp_before_pp", "simplicity"):
-        key = _tie_key(8, 2, 1, 1, 1, "none", 1, "none", 1, False, _Ties(order, 80, 8))
-        assert len(_KEY_WORDS[order]) == len(key), order
+def test_every_tie_break_criterion_is_named_when_it_decides():
+    """A near-tied alternative's reason names the criterion that put the choice first, with the
+    fields it reads: for every tie order, pairs of layouts that differ first in each criterion."""
+    values = dict(tp=(1, 2, 4, 8), pp=(1, 2, 3, 4), cp=(1, 2), ep=(1, 2, 16), vpp=(1, 2), offload=("none", "optimizer"),
+                  zero_stage=(1, 2), recompute=("none", "full"), micro_batch_size=(1, 2))
+    rng = random.Random(0)
+
+    def candidate() -> Candidate:
+        layout = SimpleNamespace(**{name: rng.choice(options) for name, options in values.items()})
+        share = rng.choice((0.5, 0.9))          # below and above COMFORTABLE_MEMORY
+        return Candidate(layout, SimpleNamespace(total=share, capacity=1.0), 1.0, None, False)
+
+    for order, criteria in CRITERIA.items():
+        ties = Ties.of(order, 80, 8)
+        named = {}
+        for _ in range(4000):
+            alt, chosen = sorted((candidate(), candidate()), key=lambda c: tie_break(c, ties), reverse=True)
+            decided = next((c for c, x, y in zip(criteria, alt.tie_key, chosen.tie_key) if x != y), None)
+            if decided is not None and decided.name not in named:
+                named[decided.name] = why_lost(alt, chosen, 1.0, order)
+        for criterion in criteria:
+            if criterion.name == "pipeline_stages":
+                # tp * pp * cp (model parallelism) comes first, and tp and cp before it: pp cannot decide alone
+                continue
+            assert f"the tie-break prefers the choice for {criterion.words} (" in named[criterion.name], (order, criterion)
+
+
+@pytest.mark.parametrize("gpu, gpus, model, seq, says", [
+    ("A100-40GB", 256, "gpt-3-175b", 32768, "widening to model-parallel"),        # ZeRO cannot hold it
+    ("A100-80GB", 64, "llama-2-70b", 4096, "overrides rule r.strategy"),          # the other family is faster
+])
+def test_the_planner_departs_from_the_rules_decisions_without_writing_to_them(gpu, gpus, model, seq, says):
+    """Widening to Megatron-LM, or moving to it, uses Megatron's ZeRO-1 and SP: the planner's own
+    policy, said in the trace; the rules' Decisions (already reported as fired) stay as they were."""
+    decisions = Decisions(strategy=("zero-dp", "r.strategy"), framework=("deepspeed", "r.framework"),
+                          zero_stages=((2, 3), "r.zero"))
+    before = copy.deepcopy(decisions)
+    result = plan(Cluster(gpu=gpu, gpus=gpus), Model.preset(model), Training(seq_len=seq, global_batch_size=64),
+                  decisions)
+    assert result.framework == "megatron" and result.layout.zero_stage == 1 and result.layout.sp
+    assert any(says in e[1] for e in result.events)
+    assert decisions == before
+
+
+def test_planner_rejections_keep_their_rule_and_numbers_in_the_trace():
+    """A rejection by an audit rule names the rule in rule_id (not only in its text); one for memory
+    gives the bytes per GPU needed (have) and the capacity (want)."""
+    # GPT-3's learned position table holds 2,048 positions: every candidate at 32K is refused
+    blocked = advisor.recommend(Cluster(gpu="H100-SXM-80GB", gpus=64), "gpt-3-175b",
+                                Training(seq_len=32768, global_batch_size=64))
+    by_rule = [e for e in blocked.trace.events if e.op == "reject" and e.message.startswith("rule ")]
+    assert by_rule and all(e.message.startswith(f"rule {e.rule_id}: ") for e in by_rule)
+    offloaded = advisor.recommend(Cluster(gpu="A100-80GB", gpus=8), "llama-2-70b",
+                                  Training(seq_len=4096, global_batch_size=64))
+    memory = [e for e in offloaded.trace.events if e.op == "reject" and e.message.startswith("memory: ")]
+    assert memory
+    for e in memory:
+        assert e.want == offloaded.cluster.gpu.memory and e.have > e.want
+        assert f"{e.have / 2**30:.1f} GiB per GPU > {e.want / 2**30:.1f} GiB" in e.message

@@ -3,7 +3,8 @@
 Like OPA's decision log it names the decision, the rule set's revision, the input and the result,
 then the ordered events. Ops are a closed set: `input` (what was assumed about the inputs), `fire`
 (a rule matched; its facts, effects, message and references), `reject` (a candidate layout or
-family that lost, with the number or rule that rejected it), `choose` (the layout picked), `note`.
+family that lost, with the number or rule that rejected it: `rule_id`, or `have` and `want` for memory), `choose` (the layout
+picked), `note`.
 The same input and rule set give the same trace: no ids, times or addresses are recorded.
 """
 
@@ -45,6 +46,11 @@ class TraceEvent(BaseModel):
     """Layout id, for `reject` and `choose`."""
     overridden_by: str | None = None
     """For a choice that lost to an earlier rule: that rule's id."""
+    have: float | None = None
+    """For a candidate rejected for memory: the bytes per GPU it needs."""
+    want: float | None = None
+    """For a candidate rejected for memory: the bytes per GPU it had to fit in (GPU memory, host
+    memory or NVMe, whichever it did not fit)."""
 
     def line(self) -> str:
         """One human line, experta/CLIPS `watch` style."""

@@ -1,0 +1,128 @@
+"""The two families, ZeRO data parallel (DeepSpeed) and model parallel (Megatron-LM): the one the
+rules did not choose is compared with the chosen one's best, and a ZeRO strategy that cannot hold
+the model widens to Megatron-LM. Where the planner departs from the rules' decisions it does so in
+a Policy of its own (space.Policy) and says so in the trace; the rules' Decisions stay as they are."""
+
+from __future__ import annotations
+
+from ..inputs.specs import Cluster, Model, Training
+from .candidates import Alternative, Closest, PlanResult
+from .events import PlanEvent
+from .messages import need_and_capacity, needs
+from .ranking import NEAR_TIE
+from .search import Search
+from .space import Policy
+
+
+def megatron_policy(policy: Policy) -> Policy:
+    """Megatron-LM's own defaults: its distributed optimizer (ZeRO-1) and sequence parallelism."""
+    return policy._replace(zero_stages=(1,), sp=True)
+
+
+def other_family(cluster: Cluster, model: Model, training: Training, policy: Policy, strategy: str,
+                 result: PlanResult, check_fn, keep_ranking: bool, assumptions=None) -> None:
+    """Evaluate the family the rules did not choose. A rule's zero-dp strategy is a preference for
+    the simpler family (the seed's "≤32 cards: start with ZeRO; don't jump to TP/PP"; issue 5 ranks
+    by step time, then simplicity), so it holds among estimates that cannot be told apart: when the
+    model-parallel family's best is faster by more than NEAR_TIE, the cost model wins and the choice
+    moves to it, saying so. The other way round the rules stand: a model-parallel strategy comes
+    from the model outgrowing a node, where ZeRO-3's per-layer gathers over the whole cluster are
+    modelled optimistically (bucketed calls, no per-module latency). Otherwise the other family's
+    best joins the alternatives with the rule that preferred the chosen family."""
+    if strategy == "zero-dp":
+        family, framework = "model-parallel", "megatron"
+        # TP before PP, the model-parallel family's preference, unless the MoE one applies
+        other = megatron_policy(policy)._replace(
+            tie_order="ep_over_tp" if policy.tie_order == "ep_over_tp" else "tp_before_pp")
+    else:
+        family, framework = "zero-dp", "deepspeed"
+        other = policy._replace(zero_stages=(1, 2, 3))
+    side = PlanResult(None, None, framework)
+    chosen, _ = Search(cluster, model, training, other, family, framework, side, check_fn, allow_offload=False,
+                       keep_ranking=keep_ranking, max_alternatives=0, assumptions=assumptions).run()
+    result.examined += side.examined
+    result.ranking = merge_rankings(result.ranking, side.ranking)
+    if chosen is None or result.estimate is None:
+        return
+    layout, est = chosen
+    rule_id = policy.decisions.strategy[1] if policy.decisions.strategy else None
+    rule = rule_id or "the default strategy"
+    ours = result.estimate.step_time
+    if strategy == "zero-dp" and est.step_time * (1 + NEAR_TIE) < ours:
+        move_to(cluster, model, training, other, family, framework, result, side, check_fn, rule_id, keep_ranking,
+                assumptions)
+        return
+    delta = est.step_time / ours - 1
+    result.alternatives.append(Alternative(layout, est, (
+        f"family {family} ({framework}): est. step {est.step_time:.2f} s ({delta:+.0%}); "
+        f"rule {rule} prefers {strategy} for this cluster and model")))
+
+
+def move_to(cluster: Cluster, model: Model, training: Training, policy: Policy, family: str, framework: str,
+            result: PlanResult, side: PlanResult, check_fn, rule_id: str | None, keep_ranking: bool,
+            assumptions=None) -> None:
+    """The other family is beyond NEAR_TIE faster: search it again, now with its alternatives, and
+    make its best the choice, with the preferred family's best as an alternative. The note that
+    says so carries rule_id, the rule whose zero-dp strategy it sets aside."""
+    rule = rule_id or "the default strategy"
+    strategy, ours = "zero-dp", result.estimate.step_time
+    moved = PlanResult(None, None, framework)
+    (layout, est), _ = Search(cluster, model, training, policy, family, framework, moved, check_fn,
+                              allow_offload=False, keep_ranking=False, assumptions=assumptions).run()
+    result.events.append(PlanEvent("note", f"family {family} ({framework}) is estimated {1 - est.step_time / ours:.0%} "
+                                           f"faster than the best {strategy} layout ({est.step_time:.2f} s vs "
+                                           f"{ours:.2f} s), beyond the {NEAR_TIE:.0%} the estimate cannot separate: it "
+                                           f"overrides rule {rule}'s preference for {strategy}", rule_id=rule_id))
+    result.events += moved.events
+    kept = Alternative(result.layout, result.estimate, (
+        f"family {strategy} ({result.framework}): est. step {ours:.2f} s ({ours / est.step_time - 1:+.0%}); "
+        f"rule {rule} prefers it, but the estimate puts it beyond the {NEAR_TIE:.0%} band"))
+    result.layout, result.estimate, result.framework = layout, est, framework
+    result.alternatives = moved.alternatives + [kept]
+    if keep_ranking:                     # the chosen family leads
+        theirs = {id(layout) for layout, _ in side.ranking}
+        result.ranking = merge_rankings(side.ranking, [c for c in result.ranking if id(c[0]) not in theirs])
+
+
+def widen_to_megatron(cluster: Cluster, model: Model, training: Training, policy: Policy, result: PlanResult,
+                      closest: Closest | None, check_fn, keep_ranking: bool, assumptions=None):
+    """ZeRO alone (even with offload) cannot hold the model: widen to TP/PP, and say so. Returns
+    what Search.run returns."""
+    refused_by = have = want = None
+    if result.blocked_by:
+        refused_by = result.blocked_by[0]
+        why = f"every fitting ZeRO layout is refused by rule {refused_by}"
+    elif closest is not None:
+        why = f"no ZeRO stage or offload fits; closest {needs(closest)}"
+        have, want = need_and_capacity(closest.sized)
+    else:               # nothing was sized: no shape, or no micro-batch that divides the batch
+        why = (f"no ZeRO layout is legal: global batch {training.global_batch_size} vs micro-batch x "
+               f"data-parallel ranks on {cluster.gpus} GPUs (DeepSpeed's batch identity), within the rules' limits")
+    result.events.append(PlanEvent("reject", f"family zero-dp: {why}", "zero-dp", rule_id=refused_by, have=have,
+                                   want=want))
+    result.blocked_by = None
+    result.framework = "megatron"
+    strategy_rule = policy.decisions.strategy[1] if policy.decisions.strategy else None   # set aside here
+    result.events.append(PlanEvent("note", "widening to model-parallel with Megatron-LM (TP inside the NVLink domain, "
+                                           "then PP)", rule_id=strategy_rule))
+    return Search(cluster, model, training, megatron_policy(policy), "model-parallel", "megatron", result, check_fn,
+                  allow_offload=False, keep_ranking=keep_ranking, assumptions=assumptions).run()
+
+
+def merge_rankings(ours: list, theirs: list) -> list:
+    """Both families' layouts best first: each family keeps its own order (its near-ties broken by
+    its own preference) and the two are merged by estimated step time, ours first on a tie and our
+    first layout (the choice) first. Every layout stays: a shape's other (micro-batch, vpp, recompute)
+    variants are layouts that fit too, and the fastest of them may come after a variant the near-tie
+    preference put first."""
+    merged = []
+    i = j = 0
+    while i < len(ours) or j < len(theirs):
+        take_ours = j >= len(theirs) or (i < len(ours) and (i == 0 or ours[i][1].step_time <= theirs[j][1].step_time))
+        merged.append(ours[i] if take_ours else theirs[j])
+        if take_ours:
+            i += 1
+        else:
+            j += 1
+    return merged
+

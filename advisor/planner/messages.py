@@ -1,0 +1,100 @@
+"""The planner's trace wording: why a layout does not fit, what came closest, what an offloaded
+layout's time rests on, and what the search sized. Auditors read these texts: reword with care."""
+
+from __future__ import annotations
+
+from ..costmodel import Assumptions, Estimate
+from ..costmodel.sizing import Sized
+from ..inputs.layout import Layout
+from ..inputs.specs import Cluster
+from .candidates import Candidate, Closest, PlanResult
+from .events import PlanEvent
+from .ranking import MAX_MEMORY_UTILIZATION, NEAR_TIE, TIE_WORDS
+
+
+def host_need(sized: Sized) -> float:
+    """Host memory per GPU the offloaded states need, with DeepSpeed's buffer factor (bytes)."""
+    return sized.host_bytes * sized.assumptions.host_buffer_factor
+
+
+def need_and_capacity(sized: Sized) -> tuple[float, float]:
+    """What a layout that does not fit needs and has, bytes per GPU: GPU memory, or when the GPU
+    has room, host memory (NVMe, for states offloaded there)."""
+    if not sized.fits:
+        return sized.total, sized.capacity
+    if sized.ctx.offload_device == "nvme":
+        return sized.nvme_bytes, sized.ctx.nvme_per_gpu
+    return host_need(sized), sized.ctx.host_per_gpu
+
+
+def shortfall(sized: Sized) -> float:
+    """How far a layout that does not fit is from fitting: the share of its memory it needs."""
+    need, capacity = need_and_capacity(sized)
+    return need / capacity
+
+
+def short_of(sized: Sized, recompute: str) -> str:
+    """Why a layout does not fit, at its most frugal recompute level: GPU memory, else host memory."""
+    if not sized.fits:
+        return (f"memory: {sized.total / 2**30:.1f} GiB per GPU > {sized.capacity / 2**30:.1f} GiB even with "
+                f"recompute {recompute}")
+    if sized.ctx.offload_device == "nvme":
+        return nvme_short(sized)
+    return host_short(sized) + "; NVMe offload needs ZeRO-3"
+
+
+def nvme_short(sized: Sized) -> str:
+    return (f"NVMe: {sized.nvme_bytes / 2**30:,.0f} GiB per GPU of offloaded states > {sized.ctx.nvme_per_gpu / 2**30:,.0f} "
+            f"GiB of NVMe per GPU (Cluster.nvme_per_node)")
+
+
+def host_short(sized: Sized) -> str:
+    what = "optimizer states and parameters" if sized.ctx.offload == "optimizer+params" else "optimizer states"
+    return (f"host memory: offloading the {what} needs {host_need(sized) / 2**30:.1f} GiB per GPU "
+            f"(x{sized.assumptions.host_buffer_factor:g} for buffers) > {sized.ctx.host_per_gpu / 2**30:.1f} GiB of "
+            f"host memory per GPU")
+
+
+def needs(closest: Closest) -> str:
+    """'<id> needs ...' for the layout that came closest to fitting."""
+    layout, sized = closest.layout, closest.sized
+    if not sized.fits:
+        return f"{layout.id} needs {sized.total / 2**30:.1f} GiB of {sized.capacity / 2**30:.1f} GiB"
+    if sized.ctx.offload_device == "nvme":
+        return f"{layout.id} fits the GPU but not its NVMe: {nvme_short(sized)}"
+    return (f"{layout.id} fits the GPU but needs {host_need(sized) / 2**30:.1f} GiB of host memory per GPU "
+            f"of {sized.ctx.host_per_gpu / 2**30:.1f} GiB")
+
+
+def offload_basis(cluster: Cluster, layout: Layout, est: Estimate, A: Assumptions) -> str:
+    """What an offloaded layout's time rests on: host figures the cost model assumes rather than
+    measures (Assumptions.pcie_bandwidth, cpu_adam_params_per_second, nvme_bandwidth), and how much of
+    the step they decide, so that a reader knows which of their own numbers to pass."""
+    figures = [f"PCIe {A.pcie_bandwidth / 1e9:.0f} GB/s per GPU (pcie_bandwidth)",
+               f"CPU Adam {A.cpu_adam_params_per_second:.2g} parameters/s per GPU (cpu_adam_params_per_second)"]
+    if layout.offload_device == "nvme":
+        figures.append(f"NVMe {A.nvme_bandwidth / 1e9:.0f} GB/s per GPU (nvme_bandwidth)")
+        if cluster.nvme_per_node is None:
+            capacity = "(its capacity is not checked: give Cluster.nvme_per_node)"
+        else:
+            capacity = f"of {cluster.nvme_per_node / cluster.gpus_in_node / 2**30:,.0f} GiB"
+        figures.append(f"{est.memory.offloaded_to_nvme / 2**30:,.0f} GiB per GPU on NVMe {capacity}")
+    return (f"The best offloaded layout, {layout.id}, spends {est.optimizer_time:.2f} s of its {est.step_time:.2f} s "
+            f"step in the optimizer and its transfers, at host figures assumed from others' measurements, not yours: "
+            + ", ".join(figures) + "; pass your hosts' figures as assumptions")
+
+
+
+def note_search(result: PlanResult, found: list[Candidate], floors: dict, variants: dict, tried: set,
+                tie_order: str) -> None:
+    n_tight = sum(c.tight for c in found)
+    ties = TIE_WORDS[tie_order]
+    result.events.append(PlanEvent("note", f"{len(found)} layouts fit in memory ({n_tight} above "
+                                           f"{MAX_MEMORY_UTILIZATION:.0%} of it, ranked last); ranked by estimated "
+                                           f"step time; ties within {NEAR_TIE:.0%} go to {ties}"))
+    n_variants = sum(len(v) for b, v in variants.items() if b in floors)
+    shapes = "1 shape fits; {} of its" if len(floors) == 1 else f"{len(floors)} shapes fit; {{}} of their"
+    result.events.append(PlanEvent("note", shapes.format(len([t for t in tried if t[0] in floors])) +
+                                   f" {n_variants} (micro-batch, vpp) variants sized; the others' floors (compute, "
+                                   f"unhidden communication, least bubble) cannot change the choice"))
+

@@ -1,0 +1,182 @@
+"""Ranking: every layout that fits gets a step time; the fastest step wins, except that candidates
+within `NEAR_TIE` of the fastest are ordered by `tie_break` (with the rules' "ep_over_tp" for MoE, less
+TP; with "tp_before_pp", more TP inside the NVLink domain; then more memory headroom; less CP; then
+fewer parallel dimensions, an even pipeline split, smaller model parallelism, no VPP, lower ZeRO
+stage, less recompute), because the estimate is not that precise. The audit's legality rules then
+have the last word on each pick (search.pick).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+from .candidates import Candidate
+from .space import OFFLOAD_RANK, RECOMPUTE_RANK
+
+# Estimates this close are treated as ties: the time model's mean |error| on measured runs is ~6%,
+# single runs up to ~25% (benchmarks/calibrate_throughput.py). 8% maximised agreement with published
+# layouts in benchmarks/published_planner.py among 3/8/15% (the tie-break carries the preference).
+NEAR_TIE = 0.08
+
+# Layouts that fill more than this share of GPU memory rank after every layout with room left: the
+# memory estimate is within ~4% of Korthikanti et al.'s measurements, so above 95% a "fit" may not be
+# one (NVIDIA/Megatron-LM#525: an estimate that fit 23.3 of 32 GB went out of memory); published runs
+# often sit at 90-95% by our estimate and ran. The audit warns at the same threshold (advice.memory-tight).
+MAX_MEMORY_UTILIZATION = 0.95
+# Among near-tied layouts, one using at most this share of GPU memory goes before one using more
+# (headroom absorbs estimate error and fragmentation). No source gives a figure: scanned on the
+# published dev set (benchmarks/published_planner.py, both passes), 0.80 keeps the most published
+# shapes in the top five; 0.85 trades two of them for two (TP, PP) matches; 0.75 and 1.0 lose on both.
+COMFORTABLE_MEMORY = 0.80
+
+
+class Criterion(NamedTuple):
+    """One preference of the tie-break. `key`: its term of the tie key (smaller goes first), an
+    expression over TIE_KEY_ARGS; `words`: how an alternative's reason names it when it decides;
+    `fields`: the layout fields it reads, shown there as "alternative vs choice" ("memory": the
+    memory share); `summary`: how the trace's one-line summary of the order names it (None: covered
+    by a neighbour's)."""
+    name: str
+    words: str
+    fields: tuple[str, ...]
+    key: str
+    summary: str | None = None
+
+
+TIE_KEY_ARGS = "tp, pp, cp, ep, vpp, offload, zero, recompute, mbs, crowded, ties"
+
+# Simplicity: fewer parallel dimensions, an even pipeline split (the framework's default, no
+# per-stage layer flags), smaller model parallelism, no VPP, less offload, lower ZeRO stage, less
+# recompute, fewer stages, larger micro-batch.
+SIMPLICITY = (
+    Criterion("dimensions", "fewer parallel dimensions", ("tp", "pp", "cp", "ep"),
+              "(tp > 1) + (pp > 1) + (cp > 1) + (ep > 1)", "simplicity"),
+    Criterion("even_split", "an even pipeline split", ("pp",), "ties.layers % pp != 0"),
+    Criterion("model_parallelism", "less model parallelism", ("tp", "pp", "cp"), "tp * pp * cp"),
+    Criterion("virtual_stages", "fewer virtual stages", ("vpp",), "vpp"),
+    Criterion("offload", "less offload", ("offload",), "OFFLOAD_RANK[offload]"),
+    Criterion("zero_stage", "a lower ZeRO stage", ("zero_stage",), "zero"),
+    Criterion("recompute", "less recompute", ("recompute",), "RECOMPUTE_RANK[recompute]"),
+    Criterion("pipeline_stages", "fewer pipeline stages", ("pp",), "pp"),
+    Criterion("micro_batch", "a larger micro-batch", ("micro_batch_size",), "-mbs"),
+)
+# A layout that leaves COMFORTABLE_MEMORY of the GPU free: robust to estimate error, the way
+# expert-chosen layouts leave room.
+HEADROOM = Criterion("headroom", "memory headroom", ("memory",), "crowded", "memory headroom")
+# CP comes after TP and headroom, not first: the rules enable it only for long sequences, where
+# Megatron-LM's guide recommends it (its reference table: TP4 PP4 CP2 for a 70B model at 8K on 64
+# GPUs), but among equals the smaller ring (its KV exchange crosses nodes) is the safer bet.
+LESS_CP = Criterion("less_cp", "less CP", ("cp",), "cp", "less CP")
+
+# The order of candidates the estimate cannot separate (within NEAR_TIE of each other), by the
+# rules' preference (Ties.order):
+CRITERIA: dict[str, tuple[Criterion, ...]] = {
+    # MoE; Megatron-LM MoE README best practices: minimise model parallelism, prefer EP over TP for
+    # the experts (Mixtral EP8 x TP1 beats EP4 x TP2), keep the expert group inside the NVLink domain.
+    # The all-to-all group is ep x etp consecutive ranks; the planner's MoE shapes use etp 1 (space.shapes).
+    "ep_over_tp": (Criterion("less_tp", "less TP", ("tp",), "tp", "less TP"),
+                   Criterion("some_ep", "EP over none", ("ep",), "ep == 1"),
+                   Criterion("expert_group_in_domain", "the expert group inside the NVLink domain", ("ep",),
+                             "ep > ties.domain", "EP x expert TP inside the NVLink domain"),
+                   HEADROOM, LESS_CP, *SIMPLICITY),
+    # Seed row 2 "TP first, then PP"; Narayanan takeaway #1: TP up to the server (fastest links, no
+    # bubble), then PP.
+    "tp_before_pp": (Criterion("more_tp", "more TP inside the NVLink domain", ("tp",), "-tp", "more TP"),
+                     HEADROOM, LESS_CP, *SIMPLICITY),
+    "simplicity": (LESS_CP, *SIMPLICITY),
+}
+
+
+def _compiled_key(order: str, criteria: tuple[Criterion, ...]):
+    """The tie key of `criteria` as one function of TIE_KEY_ARGS: one call per layout (the search
+    keys every layout that fits), not one per criterion."""
+    function = eval(f"lambda {TIE_KEY_ARGS}: ({', '.join(c.key for c in criteria)},)",
+                    {"OFFLOAD_RANK": OFFLOAD_RANK, "RECOMPUTE_RANK": RECOMPUTE_RANK})
+    function.__name__ = function.__qualname__ = f"tie_key_{order}"
+    return function
+
+
+def _summary(criteria: tuple[Criterion, ...]) -> str:
+    named = [c.summary for c in criteria if c.summary]
+    return ", ".join(named[:-1]) + ", then " + named[-1]
+
+
+TIE_KEYS = {order: _compiled_key(order, criteria) for order, criteria in CRITERIA.items()}
+# "less CP, then simplicity" and the like: what the trace says near-ties go to
+TIE_WORDS = {order: _summary(criteria) for order, criteria in CRITERIA.items()}
+
+
+class Ties(NamedTuple):
+    order: str        # the rules' preference: "ep_over_tp", "tp_before_pp" or "simplicity"
+    layers: int
+    domain: int       # GPUs per NVLink domain (in this job)
+    key: Callable     # TIE_KEYS[order]: key(*TIE_KEY_ARGS) -> the tie key
+
+    @classmethod
+    def of(cls, order: str, layers: int, domain: int) -> Ties:
+        return cls(order, layers, domain, TIE_KEYS[order])
+
+
+def tie_break(cand: Candidate, ties: Ties) -> tuple:
+    """The candidate's tie key (cached on it), by the criteria of `ties.order`."""
+    key = cand.tie_key
+    if key is None:
+        lay = cand.layout
+        key = cand.tie_key = ties.key(lay.tp, lay.pp, lay.cp, lay.ep, lay.vpp, lay.offload, lay.zero_stage,
+                                      lay.recompute, lay.micro_batch_size, cand.memory_share > COMFORTABLE_MEMORY,
+                                      ties)
+    return key
+
+
+def why_lost(alt: Candidate, chosen: Candidate, fastest: float, order: str) -> str:
+    """Why `alt` ranks after `chosen`; `fastest` is the best step time of chosen's group, which the
+    near-tie band is measured from (the tie-break may have chosen a slightly slower layout). A near-tie
+    names the first preference of the tie order that tells the two apart, then the other differences."""
+    a, c = alt.layout, chosen.layout
+    ta, tc = alt.step_time, chosen.step_time
+    ua, uc = alt.memory_share, chosen.memory_share
+    if ua > MAX_MEMORY_UTILIZATION >= uc:
+        return (f"uses {ua:.0%} of GPU memory (> {MAX_MEMORY_UTILIZATION:.0%}): est. step {ta:.2f} s vs "
+                f"{tc:.2f} s ({ta / tc - 1:+.0%}), too little headroom")
+    if ta > fastest * (1 + NEAR_TIE):
+        behind = "" if fastest >= tc else f"; more than {NEAR_TIE:.0%} behind the fastest, {fastest:.2f} s"
+        return f"slower: est. step {ta:.2f} s vs {tc:.2f} s ({ta / tc - 1:+.0%}){behind}"
+
+    def shown(name: str) -> str:
+        if name == "memory":
+            return f"memory {ua:.0%} vs {uc:.0%} of the GPU"
+        return f"{name} {getattr(a, name)} vs {getattr(c, name)}"
+
+    diffs = []
+    if (ua > COMFORTABLE_MEMORY) != (uc > COMFORTABLE_MEMORY):
+        diffs.append("memory")
+    diffs += [n for n in ("tp", "pp", "cp", "ep", "vpp", "zero_stage", "recompute", "offload", "micro_batch_size")
+              if getattr(a, n) != getattr(c, n)]
+    criteria = CRITERIA[order]
+    at = next((i for i, (x, y) in enumerate(zip(alt.tie_key or (), chosen.tie_key or ())) if x != y), None)
+    head = f"about as fast (est. step {ta:.2f} s vs {tc:.2f} s, within {NEAR_TIE:.0%}); the tie-break prefers the choice"
+    if at is None:                               # same preference: the faster of the two goes first
+        return head + (" as faster; it differs in " + ", ".join(map(shown, diffs)) if diffs else " as faster")
+    criterion = criteria[at]
+    decisive = [n for n in diffs if n in criterion.fields]
+    rest = [n for n in diffs if n not in criterion.fields]
+    text = f"{head} for {criterion.words}" + (f" ({', '.join(map(shown, decisive))})" if decisive else "")
+    return text + (f"; it also differs in {', '.join(map(shown, rest))}" if rest else "")
+
+
+def ordered(found: list[Candidate], ties: Ties) -> list[Candidate]:
+    """Best first: layouts with memory headroom before tight ones; in each group the near-ties of its
+    fastest by `tie_break`, then the rest by step time."""
+    ordered = []
+    for group in (False, True):
+        scored = [c for c in found if c.tight is group]
+        if not scored:
+            continue
+        limit = min([c.step_time for c in scored]) * (1 + NEAR_TIE)
+        # (c.tie_key: tie_break's cached key, a non-empty tuple, saving the call once it is known)
+        ordered += sorted([c for c in scored if c.step_time <= limit],
+                          key=lambda c: (c.tie_key or tie_break(c, ties), c.step_time))
+        ordered += sorted([c for c in scored if c.step_time > limit],
+                          key=lambda c: (c.step_time, c.tie_key or tie_break(c, ties)))
+    return ordered
+

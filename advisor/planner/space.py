@@ -1,0 +1,173 @@
+"""The search space: which (tp, pp, cp, ep, etp, vpp) shapes, micro-batches, ZeRO stages, recompute
+and offload levels the search may try. Policy only: what fits and what is fastest is the search's.
+
+Shapes satisfy the frameworks' structural rules (Megatron M1/M2/M5/M6/M8/M9/M14/M15, DeepSpeed's
+ZeRO-with-pipeline limit) and the rules' decisions: the strategy (zero-dp keeps tp = pp = 1), limits
+(tp inside the NVLink domain), and the enabled features (CP only from 8K tokens).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ..rulebook.actions import Decisions
+from ..inputs.pipeline import megatron_split
+from ..inputs.specs import Cluster, Model, Training
+
+RECOMPUTE = ("none", "selective", "full")
+OFFLOAD = ("none", "optimizer", "optimizer+params")
+# each one's position in its tuple, for the tie key (a subscript instead of a call to .index)
+RECOMPUTE_RANK = {r: i for i, r in enumerate(RECOMPUTE)}
+OFFLOAD_RANK = {o: i for i, o in enumerate(OFFLOAD)}
+# Micro-batch sizes searched when the caller gives none: the published dev set's stated micro-batches
+# are 1 (48 records), 2 (11) and 4 (10); 8 and more appear three times, all small-model fine-tunes.
+MBS_OPTIONS = (1, 2, 4)
+# Virtual-stage counts tried per pipeline shape: 1 and the two smallest of the smallest, middle and
+# largest usable divisor (vpp_options); the middle one is what Megatron's MoE guide recommends.
+MAX_VPP_OPTIONS = 3
+
+
+def tie_order(decisions: Decisions) -> str:
+    """Which preference orders near-ties: the MoE one first, then TP-before-PP, else simplicity."""
+    for feature in ("ep_over_tp", "tp_before_pp"):
+        if feature in decisions.features:
+            return feature
+    return "simplicity"
+
+
+class Policy(NamedTuple):
+    """What a search takes from the rules' decisions. The planner departs from them only through
+    a Policy of its own (families.py: the other family, widening to Megatron-LM), so that the
+    rules' Decisions, which the trace has already reported, are never written to."""
+    decisions: Decisions                  # the limits and enabled features (CP), as the rules left them
+    zero_stages: tuple[int, ...] | None   # the ZeRO stages allowed; None: the framework's default
+    sp: bool                              # sequence parallelism wherever tp > 1
+    tie_order: str                        # ranking.CRITERIA's key: "ep_over_tp", "tp_before_pp", "simplicity"
+
+    @classmethod
+    def of(cls, decisions: Decisions) -> Policy:
+        return cls(decisions, decisions.zero_stages[0] if decisions.zero_stages else None, "sp" in decisions.features,
+                   tie_order(decisions))
+
+
+class Shape(NamedTuple):   # a NamedTuple: several times cheaper to build than a frozen dataclass
+    tp: int
+    pp: int
+    cp: int
+    ep: int
+    etp: int
+    vpp: int
+    dp: int
+
+    @property
+    def dims(self) -> int:
+        return sum(d > 1 for d in (self.tp, self.pp, self.cp, self.ep))
+
+
+def divisors(n: int) -> list[int]:
+    small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+def even_or_expressible(layers: int, pp: int) -> bool:
+    """Megatron splits evenly, or with --decoder-first/last-pipeline-num-layers around even middle
+    stages (estimate.context.megatron_split, the split the cost model uses)."""
+    return pp <= layers and megatron_split(layers, pp) is not None
+
+
+def vpp_options(layers: int, pp: int) -> list[int]:
+    """1, plus a few virtual-stage counts that split the (middle) ranks' layers evenly (Megatron M8/M9).
+    Megatron's MoE guide recommends 'a middle value' of the divisors of L/PP. With lighter first and
+    last stages (megatron_split) the count is capped at their layers, so that every chunk holds one:
+    context.virtual_stage_layers, which the Megatron export writes as --pipeline-model-parallel-layout
+    (126 layers on PP 16, Llama 3's split 7 | 8 x 14 | 7, interleave as 3 | 4 x 30 | 3 with vpp 2)."""
+    split = megatron_split(layers, pp) if pp >= 2 else None
+    if split is None:
+        return [1]
+    divs = [d for d in divisors(max(split)) if 1 < d <= min(split)]
+    if not divs:
+        return [1]
+    picks = sorted({divs[0], divs[len(divs) // 2], divs[-1]})
+    return [1] + picks[: MAX_VPP_OPTIONS - 1]
+
+
+def shapes(cluster: Cluster, model: Model, training: Training, decisions: Decisions, strategy: str,
+           framework: str) -> list[Shape]:
+    world, seq = cluster.gpus, training.seq_len
+    domain = min(cluster.nvlink_domain, world)
+    tp_cap = min(decisions.upper("tp") or domain, domain)
+    megatron = framework.startswith("megatron")
+    if strategy == "zero-dp":
+        tps, pps, eps = [1], [1], [1]
+    else:
+        # Megatron M5 (heads % tp) and M6 (query groups vs tp).
+        # TP groups are contiguous ranks (rank order tp-cp-ep-dp-pp), so t must divide the NVLink
+        # domain for every group to stay inside one (tp 6 on 8-GPU servers would straddle two).
+        tps = [t for t in divisors(world) if t <= tp_cap and domain % t == 0 and model.heads % t == 0
+               and (model.kv_heads % t == 0 or t % model.kv_heads == 0)]
+        # M8: even split, or Megatron's first/last-stage form; DeepSpeed's PipelineModule balances any split.
+        pps = [p for p in divisors(world) if p <= model.layers and
+               (model.layers % p == 0 or (megatron and even_or_expressible(model.layers, p))
+                or framework == "megatron+deepspeed")]
+        # M14: experts % ep; EP is folded into the dp*cp*tp ranks (M2 checked below).
+        eps = divisors(model.experts) if model.is_moe else [1]
+    # M15: seq % (2 * cp); CP only where a rule enabled it (long sequences).
+    cps = [1]
+    if "cp" in decisions.features:
+        cps = [c for c in divisors(world) if c & (c - 1) == 0 and seq % (2 * c) == 0 and seq // c >= 1024]
+
+    def within(dim: str, value: int) -> bool:      # the rules' `limit` actions, every dimension
+        upper = decisions.upper(dim)
+        return decisions.lower(dim) <= value and (upper is None or value <= upper)
+
+    tps, pps, cps, eps = ([v for v in values if within(dim, v)]
+                          for dim, values in (("tp", tps), ("pp", pps), ("cp", cps), ("ep", eps)))
+    # Virtual stages are Megatron-LM's interleaved 1F1B. Under Megatron-DeepSpeed a pipeline runs on
+    # DeepSpeed's PipelineEngine (microsoft/Megatron-DeepSpeed megatron/arguments.py: pp > 1 requires
+    # ds_pipeline_enabled, i.e. not --no-pipeline-parallel; training.py train_step calls
+    # PipelineEngine.train_batch), whose TrainSchedule is plain 1F1B over one model chunk per stage
+    # (deepspeedai/DeepSpeed deepspeed/runtime/pipe/schedule.py): no virtual stages there.
+    vpps = {pp: vpp_options(model.layers, pp) if framework == "megatron" else [1] for pp in pps}
+    moe = model.is_moe
+    out = []
+    for tp in tps:
+        for pp in pps:
+            for cp in cps:
+                mp = tp * pp * cp
+                if world % mp:                                  # M1
+                    continue
+                dp = world // mp
+                if not within("dp", dp):
+                    continue
+                for ep in eps:
+                    etp = 1 if (moe and tp > 1) else tp   # MoE zoo: expert TP 1 with EP
+                    if ep > 1 and (world % (etp * ep * pp) or ep > dp * cp * tp):   # M2; EP folds into dp*cp*tp
+                        continue
+                    for vpp in vpps[pp]:
+                        out.append(Shape(tp, pp, cp, ep, etp, vpp, dp))
+    return out
+
+
+def base_of(shape) -> tuple:
+    """A Shape's or a Layout's degrees (tp, pp, cp, ep, dp): the shape its variants share."""
+    return (shape.tp, shape.pp, shape.cp, shape.ep, shape.dp)
+
+
+def variants_of(shapes_and_bases: list[tuple[Shape, tuple]], gbs: int, mbs_options: tuple) -> dict[tuple, list]:
+    """base -> its (micro-batch, vpp) options: the micro-batch divides the global batch over dp
+    (DeepSpeed's batch identity), and interleaving needs the micro-batches to fill the stages (M10/M11)."""
+    variants: dict[tuple, list[tuple[int, int]]] = {}
+    for shape, b in shapes_and_bases:
+        for mbs in mbs_options:
+            m = gbs // (mbs * shape.dp)
+            if gbs % (mbs * shape.dp) == 0 and (shape.vpp == 1 or (m >= shape.pp and m % shape.pp == 0)):
+                variants.setdefault(b, []).append((mbs, shape.vpp))
+    return variants
+
+
+def stages(allowed_stages: tuple[int, ...] | None, framework: str, pp: int) -> list[int]:
+    """The ZeRO stages to try: those allowed (Policy.zero_stages), else the framework's default."""
+    allowed = sorted(allowed_stages) if allowed_stages else ([1] if framework.startswith("megatron") else [1, 2, 3])
+    if framework in ("deepspeed", "megatron+deepspeed") and pp > 1:
+        allowed = [z for z in allowed if z <= 1] or [1]       # DeepSpeed pipe/engine.py: ZeRO-2/3 not with PP
+    return allowed
