@@ -8,6 +8,7 @@ have the last word on each pick (search.pick).
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Callable, NamedTuple
 
 from .candidates import Candidate
@@ -31,42 +32,49 @@ COMFORTABLE_MEMORY = 0.80
 
 
 class Criterion(NamedTuple):
-    """One preference of the tie-break. `key`: its term of the tie key (smaller goes first), an
-    expression over TIE_KEY_ARGS; `words`: how an alternative's reason names it when it decides;
-    `fields`: the layout fields it reads, shown there as "alternative vs choice" ("memory": the
-    memory share); `summary`: how the trace's one-line summary of the order names it (None: covered
-    by a neighbour's)."""
+    """One preference of the tie-break. `name`: its term of the tie key (TERMS; smaller goes first);
+    `words`: how an alternative's reason names it when it decides; `fields`: the layout fields it
+    reads, shown there as "alternative vs choice" ("memory": the memory share); `summary`: how the
+    trace's one-line summary of the order names it (None: covered by a neighbour's)."""
     name: str
     words: str
     fields: tuple[str, ...]
-    key: str
     summary: str | None = None
 
 
-TIE_KEY_ARGS = "tp, pp, cp, ep, vpp, offload, zero, recompute, mbs, crowded, ties"
+def _terms(tp, pp, cp, ep, vpp, offload, zero, recompute, mbs, crowded, ties) -> tuple:
+    """Every criterion's term of one layout, in TERMS order (smaller goes first). One call per layout
+    that fits; each order then picks its terms with an itemgetter."""
+    return (tp, ep == 1, ep > ties.domain, -tp, crowded, cp,
+            (tp > 1) + (pp > 1) + (cp > 1) + (ep > 1), ties.layers % pp != 0, tp * pp * cp, vpp,
+            OFFLOAD_RANK[offload], zero, RECOMPUTE_RANK[recompute], pp, -mbs)
+
+
+TERMS = ("less_tp", "some_ep", "expert_group_in_domain", "more_tp", "headroom", "less_cp",
+         "dimensions", "even_split", "model_parallelism", "virtual_stages",
+         "offload", "zero_stage", "recompute", "pipeline_stages", "micro_batch")
 
 # Simplicity: fewer parallel dimensions, an even pipeline split (the framework's default, no
 # per-stage layer flags), smaller model parallelism, no VPP, less offload, lower ZeRO stage, less
 # recompute, fewer stages, larger micro-batch.
 SIMPLICITY = (
-    Criterion("dimensions", "fewer parallel dimensions", ("tp", "pp", "cp", "ep"),
-              "(tp > 1) + (pp > 1) + (cp > 1) + (ep > 1)", "simplicity"),
-    Criterion("even_split", "an even pipeline split", ("pp",), "ties.layers % pp != 0"),
-    Criterion("model_parallelism", "less model parallelism", ("tp", "pp", "cp"), "tp * pp * cp"),
-    Criterion("virtual_stages", "fewer virtual stages", ("vpp",), "vpp"),
-    Criterion("offload", "less offload", ("offload",), "OFFLOAD_RANK[offload]"),
-    Criterion("zero_stage", "a lower ZeRO stage", ("zero_stage",), "zero"),
-    Criterion("recompute", "less recompute", ("recompute",), "RECOMPUTE_RANK[recompute]"),
-    Criterion("pipeline_stages", "fewer pipeline stages", ("pp",), "pp"),
-    Criterion("micro_batch", "a larger micro-batch", ("micro_batch_size",), "-mbs"),
+    Criterion("dimensions", "fewer parallel dimensions", ("tp", "pp", "cp", "ep"), "simplicity"),
+    Criterion("even_split", "an even pipeline split", ("pp",)),
+    Criterion("model_parallelism", "less model parallelism", ("tp", "pp", "cp")),
+    Criterion("virtual_stages", "fewer virtual stages", ("vpp",)),
+    Criterion("offload", "less offload", ("offload",)),
+    Criterion("zero_stage", "a lower ZeRO stage", ("zero_stage",)),
+    Criterion("recompute", "less recompute", ("recompute",)),
+    Criterion("pipeline_stages", "fewer pipeline stages", ("pp",)),
+    Criterion("micro_batch", "a larger micro-batch", ("micro_batch_size",)),
 )
 # A layout that leaves COMFORTABLE_MEMORY of the GPU free: robust to estimate error, the way
 # expert-chosen layouts leave room.
-HEADROOM = Criterion("headroom", "memory headroom", ("memory",), "crowded", "memory headroom")
+HEADROOM = Criterion("headroom", "memory headroom", ("memory",), "memory headroom")
 # CP comes after TP and headroom, not first: the rules enable it only for long sequences, where
 # Megatron-LM's guide recommends it (its reference table: TP4 PP4 CP2 for a 70B model at 8K on 64
 # GPUs), but among equals the smaller ring (its KV exchange crosses nodes) is the safer bet.
-LESS_CP = Criterion("less_cp", "less CP", ("cp",), "cp", "less CP")
+LESS_CP = Criterion("less_cp", "less CP", ("cp",), "less CP")
 
 # The order of candidates the estimate cannot separate (within NEAR_TIE of each other), by the
 # rules' preference (Ties.order):
@@ -74,26 +82,26 @@ CRITERIA: dict[str, tuple[Criterion, ...]] = {
     # MoE; Megatron-LM MoE README best practices: minimise model parallelism, prefer EP over TP for
     # the experts (Mixtral EP8 x TP1 beats EP4 x TP2), keep the expert group inside the NVLink domain.
     # The all-to-all group is ep x etp consecutive ranks; the planner's MoE shapes use etp 1 (space.shapes).
-    "ep_over_tp": (Criterion("less_tp", "less TP", ("tp",), "tp", "less TP"),
-                   Criterion("some_ep", "EP over none", ("ep",), "ep == 1"),
+    "ep_over_tp": (Criterion("less_tp", "less TP", ("tp",), "less TP"),
+                   Criterion("some_ep", "EP over none", ("ep",)),
                    Criterion("expert_group_in_domain", "the expert group inside the NVLink domain", ("ep",),
-                             "ep > ties.domain", "EP x expert TP inside the NVLink domain"),
+                             "EP x expert TP inside the NVLink domain"),
                    HEADROOM, LESS_CP, *SIMPLICITY),
     # Seed row 2 "TP first, then PP"; Narayanan takeaway #1: TP up to the server (fastest links, no
     # bubble), then PP.
-    "tp_before_pp": (Criterion("more_tp", "more TP inside the NVLink domain", ("tp",), "-tp", "more TP"),
+    "tp_before_pp": (Criterion("more_tp", "more TP inside the NVLink domain", ("tp",), "more TP"),
                      HEADROOM, LESS_CP, *SIMPLICITY),
     "simplicity": (LESS_CP, *SIMPLICITY),
 }
 
 
-def _compiled_key(order: str, criteria: tuple[Criterion, ...]):
-    """The tie key of `criteria` as one function of TIE_KEY_ARGS: one call per layout (the search
-    keys every layout that fits), not one per criterion."""
-    function = eval(f"lambda {TIE_KEY_ARGS}: ({', '.join(c.key for c in criteria)},)",
-                    {"OFFLOAD_RANK": OFFLOAD_RANK, "RECOMPUTE_RANK": RECOMPUTE_RANK})
-    function.__name__ = function.__qualname__ = f"tie_key_{order}"
-    return function
+def _key_of(criteria: tuple[Criterion, ...]) -> Callable:
+    """The tie key of `criteria`, from the same arguments as _terms."""
+    pick = itemgetter(*(TERMS.index(c.name) for c in criteria))
+
+    def key(*layout_args) -> tuple:
+        return pick(_terms(*layout_args))
+    return key
 
 
 def _summary(criteria: tuple[Criterion, ...]) -> str:
@@ -101,7 +109,7 @@ def _summary(criteria: tuple[Criterion, ...]) -> str:
     return ", ".join(named[:-1]) + ", then " + named[-1]
 
 
-TIE_KEYS = {order: _compiled_key(order, criteria) for order, criteria in CRITERIA.items()}
+TIE_KEYS = {order: _key_of(criteria) for order, criteria in CRITERIA.items()}
 # "less CP, then simplicity" and the like: what the trace says near-ties go to
 TIE_WORDS = {order: _summary(criteria) for order, criteria in CRITERIA.items()}
 
@@ -110,7 +118,7 @@ class Ties(NamedTuple):
     order: str        # the rules' preference: "ep_over_tp", "tp_before_pp" or "simplicity"
     layers: int
     domain: int       # GPUs per NVLink domain (in this job)
-    key: Callable     # TIE_KEYS[order]: key(*TIE_KEY_ARGS) -> the tie key
+    key: Callable     # TIE_KEYS[order]: key(<_terms' arguments>) -> the tie key
 
     @classmethod
     def of(cls, order: str, layers: int, domain: int) -> Ties:
