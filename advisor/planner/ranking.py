@@ -32,19 +32,20 @@ COMFORTABLE_MEMORY = 0.80
 
 
 class Criterion(NamedTuple):
-    """One preference of the tie-break. `name`: its term of the tie key (TERMS; smaller goes first);
-    `words`: how an alternative's reason names it when it decides; `fields`: the layout fields it
-    reads, shown there as "alternative vs choice" ("memory": the memory share); `summary`: how the
-    trace's one-line summary of the order names it (None: covered by a neighbour's)."""
+    """One preference of the tie-break. `name`: its term of the tie key (TERMS, which tie_terms
+    computes; smaller goes first); `words`: how an alternative's reason names it when it decides;
+    `fields`: the layout fields it reads, shown there as "alternative vs choice" ("memory": the
+    memory share); `summary`: how the trace's one-line summary of the order names it (None: covered
+    by a neighbour's)."""
     name: str
     words: str
     fields: tuple[str, ...]
     summary: str | None = None
 
 
-def _terms(tp, pp, cp, ep, vpp, offload, zero, recompute, mbs, crowded, ties) -> tuple:
+def tie_terms(tp, pp, cp, ep, vpp, offload, zero, recompute, mbs, crowded, ties) -> tuple:
     """Every criterion's term of one layout, in TERMS order (smaller goes first). One call per layout
-    that fits; each order then picks its terms with an itemgetter."""
+    that fits; each order picks its terms with an itemgetter (TIE_KEYS)."""
     return (tp, ep == 1, ep > ties.domain, -tp, crowded, cp,
             (tp > 1) + (pp > 1) + (cp > 1) + (ep > 1), ties.layers % pp != 0, tp * pp * cp, vpp,
             OFFLOAD_RANK[offload], zero, RECOMPUTE_RANK[recompute], pp, -mbs)
@@ -95,13 +96,9 @@ CRITERIA: dict[str, tuple[Criterion, ...]] = {
 }
 
 
-def _key_of(criteria: tuple[Criterion, ...]) -> Callable:
-    """The tie key of `criteria`, from the same arguments as _terms."""
-    pick = itemgetter(*(TERMS.index(c.name) for c in criteria))
-
-    def key(*layout_args) -> tuple:
-        return pick(_terms(*layout_args))
-    return key
+def _picker(criteria: tuple[Criterion, ...]) -> Callable:
+    """The tie key of `criteria` from a layout's terms: tie_terms(...) -> the key."""
+    return itemgetter(*(TERMS.index(c.name) for c in criteria))
 
 
 def _summary(criteria: tuple[Criterion, ...]) -> str:
@@ -109,7 +106,7 @@ def _summary(criteria: tuple[Criterion, ...]) -> str:
     return ", ".join(named[:-1]) + ", then " + named[-1]
 
 
-TIE_KEYS = {order: _key_of(criteria) for order, criteria in CRITERIA.items()}
+TIE_KEYS = {order: _picker(criteria) for order, criteria in CRITERIA.items()}
 # "less CP, then simplicity" and the like: what the trace says near-ties go to
 TIE_WORDS = {order: _summary(criteria) for order, criteria in CRITERIA.items()}
 
@@ -118,7 +115,7 @@ class Ties(NamedTuple):
     order: str        # the rules' preference: "ep_over_tp", "tp_before_pp" or "simplicity"
     layers: int
     domain: int       # GPUs per NVLink domain (in this job)
-    key: Callable     # TIE_KEYS[order]: key(<_terms' arguments>) -> the tie key
+    pick: Callable    # TIE_KEYS[order]: the tie key from tie_terms(...)
 
     @classmethod
     def of(cls, order: str, layers: int, domain: int) -> Ties:
@@ -130,9 +127,9 @@ def tie_break(cand: Candidate, ties: Ties) -> tuple:
     key = cand.tie_key
     if key is None:
         lay = cand.layout
-        key = cand.tie_key = ties.key(lay.tp, lay.pp, lay.cp, lay.ep, lay.vpp, lay.offload, lay.zero_stage,
-                                      lay.recompute, lay.micro_batch_size, cand.memory_share > COMFORTABLE_MEMORY,
-                                      ties)
+        key = cand.tie_key = ties.pick(tie_terms(lay.tp, lay.pp, lay.cp, lay.ep, lay.vpp, lay.offload, lay.zero_stage,
+                                                 lay.recompute, lay.micro_batch_size,
+                                                 cand.memory_share > COMFORTABLE_MEMORY, ties))
     return key
 
 

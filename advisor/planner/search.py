@@ -30,7 +30,7 @@ from ..inputs.specs import Cluster, Model, Training
 from .candidates import Alternative, Candidate, Closest, PlanResult
 from .events import PlanEvent
 from .messages import host_need, host_short, need_and_capacity, note_search, short_of, shortfall
-from .ranking import MAX_MEMORY_UTILIZATION, NEAR_TIE, Ties, ordered, tie_break, why_lost
+from .ranking import MAX_MEMORY_UTILIZATION, NEAR_TIE, Ties, ordered, tie_break, tie_terms, why_lost
 from .space import MBS_OPTIONS, OFFLOAD, RECOMPUTE, Policy, Shape, base_of, shapes, stages, variants_of
 
 MAX_ALTERNATIVES = 4
@@ -365,8 +365,9 @@ class Search:
         key = self.favourable.get((b, mbs, vpp))
         if key is None:
             ties = self.ties
-            key = self.favourable[b, mbs, vpp] = ties.key(b[0], b[1], b[2], b[3], vpp, self.offloads[0], self.zero_min,
-                                                          self.recomputes[0], mbs, False, ties)
+            key = self.favourable[b, mbs, vpp] = ties.pick(tie_terms(b[0], b[1], b[2], b[3], vpp, self.offloads[0],
+                                                                     self.zero_min, self.recomputes[0], mbs, False,
+                                                                     ties))
         return key
 
     def fine(self) -> None:
