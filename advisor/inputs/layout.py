@@ -7,6 +7,7 @@ fastest links; PP outermost). `zero_stage` 1 under Megatron-LM means its distrib
 
 from __future__ import annotations
 
+from math import prod
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -76,15 +77,29 @@ class Layout(BaseModel):
         """tp * pp * cp * dp, or None while dp is not known."""
         return None if self.dp is None else self.model_parallel * self.dp
 
+    def degree_formula(self, world: int) -> str:
+        """The world-size product with its values, for messages: "tp(8) * cp(1) * pp(2) * dp(4) = 64 != world(128)".
+
+        With dp omitted it is the remainder that keeps dp from being derived:
+        "world(128) % (tp(8) * cp(3) * pp(2)) = 32"."""
+        # the degrees whose product is the world, in torchtitan's ParallelDims order; ep is not one
+        # (it folds into dp*cp*tp ranks), and dp is left out while it is not known
+        world_factors = [("tp", self.tp), ("cp", self.cp), ("pp", self.pp), ("dp", self.dp)]
+        known = [(name, value) for name, value in world_factors if value is not None]
+        product = prod(value for _, value in known)
+        factors = " * ".join(f"{name}({value})" for name, value in known)
+        if self.dp is None:
+            return f"world({world}) % ({factors}) = {world % product}"
+        return f"{factors} = {product} {'==' if product == world else '!='} world({world})"
+
     def for_world(self, world: int) -> "Layout":
         """This layout with dp derived from the world size; raises when the degrees do not divide it."""
         mp = self.model_parallel
         if self.dp is None:
             if world % mp:
                 raise InputError(
-                    "Layout.dp", f"omitted, so world({world}) / (tp({self.tp}) * pp({self.pp}) * cp({self.cp}) = {mp})",
-                    "tp*pp*cp dividing the world size, so that dp is a whole number",
-                    f"world({world}) % {mp} = {world % mp}",
+                    "Layout.dp", None, "tp*cp*pp dividing the world size, so that the omitted dp is a whole number",
+                    self.degree_formula(world),
                 )
             return self.model_copy(update={"dp": world // mp})
         return self
