@@ -127,7 +127,8 @@ def test_etp_is_written_whenever_it_is_set():
     ("tp8-dp4-pp2-zero1-rc:none", "bad token 'rc:none': not a token of the grammar"),
     ("megatron/tp8-dp4-pp2-zero1", "bad token 'megatron/': the prefix is one of"),
     ("fsdp/tp8-dp4-pp2-zero1", "bad token 'fsdp/'"),
-    ("tp2097152-dp4-pp2-zero1", "tp: Input should be less than or equal to 1048576"),
+    ("tp2097152-dp4-pp2-zero1", "bad token 'tp2097152': tp: Input should be less than or equal to 1048576"),
+    ("tp8-dp4-pp2-zero1-nmb99999999", "bad token 'nmb99999999': num_microbatches: Input should be less than"),
     ("tp" + "9" * 5000 + "-dp4-pp2-zero1", "tp: Input should be less than or equal to 1048576"),
 ])
 def test_malformed_ids_name_the_bad_token(text, hint):

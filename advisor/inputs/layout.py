@@ -185,6 +185,7 @@ class Layout(BaseModel):
                              f"bad token {framework + '/'!r}: the prefix is one of "
                              f"{[f + '/' for f in _PREFIXED_FRAMEWORKS]}, or none for megatron")
         fields: dict[str, object] = {"framework": framework}
+        token_of: dict[str, str] = {}     # field -> the token that set it, for the range errors below
         tokens = rest.split("-")
         at = 0                      # the next grammar slot a token may fill
         for token in tokens:
@@ -200,6 +201,7 @@ class Layout(BaseModel):
                 raise InputError("layout id", text, ID_GRAMMAR,
                                  f"bad token {token!r}: {name}={value!r} is the default, written by omitting the token")
             fields.update(value if isinstance(value, dict) else {name: value})
+            token_of[name] = token
             at += 1
         missing = [name for name, _, required, _ in _SLOTS[at:] if required]
         if missing:
@@ -208,8 +210,9 @@ class Layout(BaseModel):
             return cls(**fields)
         except ValidationError as error:
             first = error.errors()[0]
+            field = str(first["loc"][0]) if first["loc"] else ""
             raise InputError("layout id", text, ID_GRAMMAR,
-                             f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+                             f"bad token {token_of.get(field, text)!r}: {field}: {first['msg']}") from None
 
 
 _PREFIXED_FRAMEWORKS = [f for f in get_args(Framework) if f != "megatron"]
