@@ -118,7 +118,7 @@ def _audit_trace(book: RuleBook, cluster: Cluster, model: Model, training: Train
     # layout rules report findings only: the Decisions they fold into are not read
     events += fired_events(book, fired, facts, Decisions(), len(events) + 1)
     summary = input_summary(cluster, model, training, tuple(rules), assumptions.changed() if assumptions else {})
-    summary["layout"] = f"{layout.framework} {layout.id}"
+    summary["layout"] = layout.id          # Layout.parse reads it back, framework included
     errors = [f.rule_id for f in findings if f.severity == "error"]
     warnings = [f.rule_id for f in findings if f.severity == "warning"]
     return Trace(decision="audit", advisor_version=__version__, engine=engine_name, ruleset_revision=book.revision,

@@ -14,7 +14,7 @@ def test_audit_returns_a_trace_like_recommend():
     report = advisor.audit(H100_64, "llama-3-70b", advisor.Layout(tp=16, pp=3, vpp=2), T8K)
     trace = report.trace
     assert trace.decision == "audit"
-    assert trace.input["layout"] == f"megatron {report.layout.id}"
+    assert trace.input["layout"] == report.layout.id and advisor.Layout.parse(report.layout.id) == report.layout
     assert trace.input["cluster"] == "64 x H100-SXM-80GB" and trace.input["model"] == "llama-3-70b"
     assert trace.result == {"ok": False, "errors": [f.rule_id for f in report.errors],
                             "warnings": [f.rule_id for f in report.warnings]}

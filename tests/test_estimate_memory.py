@@ -291,7 +291,7 @@ def test_batch_must_divide():
 
 
 def test_world_size_mismatch_raises():
-    with pytest.raises(InputError, match="tp\\(8\\) \\* pp\\(1\\) \\* cp\\(1\\) \\* dp\\(4\\) = 32"):
+    with pytest.raises(InputError, match=r"tp\(8\) \* cp\(1\) \* pp\(1\) \* dp\(4\) = 32 != world\(64\)"):
         estimate(Cluster(gpu="H100", gpus=64), _llama(), Layout(tp=8, dp=4), Training(seq_len=4096, global_batch_size=64))
-    with pytest.raises(InputError, match="Layout.dp"):
+    with pytest.raises(InputError, match=r"Layout.dp[\s\S]*world\(64\) % \(tp\(3\) \* cp\(1\) \* pp\(1\)\) = 1"):
         estimate(Cluster(gpu="H100", gpus=64), _llama(), Layout(tp=3), Training(seq_len=4096, global_batch_size=64))

@@ -16,7 +16,7 @@ def test_layout_built_unchecked_equals_the_validated_one():
     assert fast == slow and hash(fast) == hash(slow)
     assert fast.model_dump() == slow.model_dump() and fast.model_fields_set == set(values)
     assert Layout.model_validate(fast.model_dump()) == fast
-    assert fast.id == "tp8-dp4-pp2-zero1"
+    assert fast.id == "tp8-dp4-pp2-zero1-sp-nmb128"
 
 
 def test_results_built_unchecked_round_trip():

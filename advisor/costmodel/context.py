@@ -261,8 +261,8 @@ def resolve(cluster, model, layout, training) -> Ctx:
             layout.for_world(world)  # raises the InputError naming the remainder
         dp = world // (tp * pp * cp)
     if tp * pp * cp * dp != world:
-        raise InputError("Layout.dp", dp, f"tp*pp*cp*dp equal to the cluster's gpus ({world})",
-                         f"tp({tp}) * pp({pp}) * cp({cp}) * dp({dp}) = {tp * pp * cp * dp}")
+        raise InputError("Layout.dp", dp, f"tp*cp*pp*dp equal to the cluster's gpus ({world})",
+                         lay.degree_formula(world))
     ep = lay.ep
     etp = lay.etp or tp
     if world % (etp * ep * pp):

@@ -44,12 +44,10 @@ def resolved(layout: Layout, training: Training, cluster: Cluster) -> Batch:
         raise InputError("Training.seq_len", None, "an int", "resolve Training against the model first")
     if training.global_batch_size is None:
         raise InputError("Training.global_batch_size", None, "an int", "resolve Training against the model first")
-    world = layout.world()
-    if world != cluster.gpus:
+    if layout.world() != cluster.gpus:
         raise InputError(
             "Layout.dp", layout.dp, f"a layout covering all {cluster.gpus} GPUs of the cluster",
-            f"tp({layout.tp}) * cp({layout.cp}) * pp({layout.pp}) * dp({layout.dp}) = {world} "
-            "(audit rule layout.world-size-product)",
+            f"{layout.degree_formula(cluster.gpus)} (audit rule layout.world-size-product)",
         )
     b = Batch(layout.dp, layout.micro_batch_size, layout.num_microbatches,
               training.global_batch_size, training.seq_len)

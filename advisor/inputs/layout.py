@@ -7,9 +7,11 @@ fastest links; PP outermost). `zero_stage` 1 under Megatron-LM means its distrib
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+from math import prod
+from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..errors import InputError
 
@@ -76,22 +78,72 @@ class Layout(BaseModel):
         """tp * pp * cp * dp, or None while dp is not known."""
         return None if self.dp is None else self.model_parallel * self.dp
 
+    def degree_formula(self, world: int) -> str:
+        """The world-size product with its values, for messages: "tp(8) * cp(1) * pp(2) * dp(4) = 64 != world(128)".
+
+        With dp omitted it is the remainder that keeps dp from being derived:
+        "world(128) % (tp(8) * cp(3) * pp(2)) = 32"."""
+        # the degrees whose product is the world, in torchtitan's ParallelDims order; ep is not one
+        # (it folds into dp*cp*tp ranks), and dp is left out while it is not known
+        world_factors = [("tp", self.tp), ("cp", self.cp), ("pp", self.pp), ("dp", self.dp)]
+        known = [(name, value) for name, value in world_factors if value is not None]
+        product = prod(value for _, value in known)
+        factors = " * ".join(f"{name}({value})" for name, value in known)
+        if self.dp is None:
+            return f"world({world}) % ({factors}) = {world % product}"
+        return f"{factors} = {product} {'==' if product == world else '!='} world({world})"
+
     def for_world(self, world: int) -> "Layout":
         """This layout with dp derived from the world size; raises when the degrees do not divide it."""
         mp = self.model_parallel
         if self.dp is None:
             if world % mp:
                 raise InputError(
-                    "Layout.dp", f"omitted, so world({world}) / (tp({self.tp}) * pp({self.pp}) * cp({self.cp}) = {mp})",
-                    "tp*pp*cp dividing the world size, so that dp is a whole number",
-                    f"world({world}) % {mp} = {world % mp}",
+                    "Layout.dp", None, "tp*cp*pp dividing the world size, so that the omitted dp is a whole number",
+                    self.degree_formula(world),
                 )
             return self.model_copy(update={"dp": world // mp})
         return self
 
     @property
     def id(self) -> str:
-        """Compact id in Megatron rank order, degree-1 cp/ep/vpp omitted: "tp8-dp4-pp2-zero1"."""
+        """The layout's id: readable, short in the common case, and distinct for distinct layouts
+        (`Layout.parse` inverts it). Traces key candidates by it.
+
+        The degree part is in Megatron rank order; options follow in the fixed order of this table,
+        each written only when its field differs from the field's default:
+
+            token          field                                  written when
+            <framework>/   framework                              not "megatron" (a prefix)
+            tp<n>          tp                                     always
+            cp<n>          cp                                     > 1
+            ep<n>          ep                                     > 1
+            dp<n> | dp?    dp (? while None, derived later)       always
+            pp<n>          pp                                     always
+            vpp<n>         vpp                                    > 1
+            zero<n>        zero_stage                             always
+            etp<n>         etp                                    not None (even when equal to tp)
+            sp             sp                                     True
+            mbs<n>         micro_batch_size                       != 1
+            nmb<n>         num_microbatches                       not None
+            rc:<r>         recompute: selective | full            not "none"
+            offload:<o>    offload: optimizer | optimizer+params  not "none"
+            @nvme          offload_device, after offload:<o>      "nvme"
+            nop2poverlap   overlap_p2p_comm                       False
+
+        Tokens are joined by "-"; <n> is a decimal without leading zeros. Examples:
+        "tp8-dp4-pp2-zero1-sp-nmb128", "deepspeed/tp1-dp64-pp1-zero3-offload:optimizer+params@nvme",
+        "tp2-ep8-dp32-pp1-vpp4-zero1-etp1".
+
+        An omitted token means its field's default, so `parse` needs no context. The framework is a
+        prefix, not a suffix, because it scopes everything after it (legality differs by framework)
+        and one family's ids sort together; Megatron, the default, has none, so a Megatron id begins
+        with the degree part as it always did. `etp` is written whenever it is set: etp=None ("as
+        tp") and etp=tp mean the same but are different field values, and folding one into the other
+        in a validator would change what `model_dump` returns for explicit input (planned MoE
+        layouts carry etp=1 even at tp=1), so the id tells them apart: "tp8-...-etp8" is the
+        explicit spelling of the default.
+        """
         parts = [f"tp{self.tp}"]
         if self.cp > 1:
             parts.append(f"cp{self.cp}")
@@ -102,4 +154,124 @@ class Layout(BaseModel):
         if self.vpp > 1:
             parts.append(f"vpp{self.vpp}")
         parts.append(f"zero{self.zero_stage}")
-        return "-".join(parts)
+        if self.etp is not None:
+            parts.append(f"etp{self.etp}")
+        if self.sp:
+            parts.append("sp")
+        if self.micro_batch_size != 1:
+            parts.append(f"mbs{self.micro_batch_size}")
+        if self.num_microbatches is not None:
+            parts.append(f"nmb{self.num_microbatches}")
+        if self.recompute != "none":
+            parts.append(f"rc:{self.recompute}")
+        if self.offload != "none":
+            parts.append(f"offload:{self.offload}" + ("@nvme" if self.offload_device == "nvme" else ""))
+        if not self.overlap_p2p_comm:
+            parts.append("nop2poverlap")
+        prefix = "" if self.framework == "megatron" else f"{self.framework}/"
+        return prefix + "-".join(parts)
+
+    @classmethod
+    def parse(cls, text: str) -> "Layout":
+        """The layout whose `id` is `text`; raises InputError naming the first token that is not
+        where the grammar (see `id`) wants it. Only canonical ids parse, so `parse(s).id == s`."""
+        if not isinstance(text, str):
+            raise InputError("layout id", text, ID_GRAMMAR)
+        framework, slash, rest = text.rpartition("/")
+        if not slash:
+            framework = "megatron"
+        elif framework not in _PREFIXED_FRAMEWORKS:
+            raise InputError("layout id", text, ID_GRAMMAR,
+                             f"bad token {framework + '/'!r}: the prefix is one of "
+                             f"{[f + '/' for f in _PREFIXED_FRAMEWORKS]}, or none for megatron")
+        fields: dict[str, object] = {"framework": framework}
+        token_of: dict[str, str] = {}     # field -> the token that set it, for the range errors below
+        tokens = rest.split("-")
+        at = 0                      # the next grammar slot a token may fill
+        for token in tokens:
+            while at < len(_SLOTS) and not _SLOTS[at][1].fullmatch(token):
+                if _SLOTS[at][2]:   # a required slot is missing
+                    raise InputError("layout id", text, ID_GRAMMAR, _misplaced(token, at))
+                at += 1
+            if at == len(_SLOTS):
+                raise InputError("layout id", text, ID_GRAMMAR, _misplaced(token, None))
+            name, pattern, required, read = _SLOTS[at]
+            value = read(pattern.fullmatch(token))
+            if not required and value == _DEFAULT_OF[name]:   # cp1, ep1, vpp1, mbs1: not canonical
+                raise InputError("layout id", text, ID_GRAMMAR,
+                                 f"bad token {token!r}: {name}={value!r} is the default, written by omitting the token")
+            fields.update(value if isinstance(value, dict) else {name: value})
+            token_of[name] = token
+            at += 1
+        missing = [name for name, _, required, _ in _SLOTS[at:] if required]
+        if missing:
+            raise InputError("layout id", text, ID_GRAMMAR, f"the {missing[0]} token is missing after {tokens[-1]!r}")
+        try:
+            return cls(**fields)
+        except ValidationError as error:
+            first = error.errors()[0]
+            field = str(first["loc"][0]) if first["loc"] else ""
+            raise InputError("layout id", text, ID_GRAMMAR,
+                             f"bad token {token_of.get(field, text)!r}: {field}: {first['msg']}") from None
+
+
+_PREFIXED_FRAMEWORKS = [f for f in get_args(Framework) if f != "megatron"]
+_RECOMPUTES_WRITTEN = [r for r in get_args(Recompute) if r != "none"]
+_OFFLOADS_WRITTEN = [o for o in get_args(Offload) if o != "none"]
+_NUMBER = r"([1-9][0-9]*)"
+
+
+def _number(match: re.Match) -> int:
+    digits = match.group(1)
+    # Past 12 digits any degree or count is out of range: say so through the field's bound (int()
+    # of thousands of digits raises ValueError instead).
+    return int(digits) if len(digits) <= 12 else 10**12
+
+
+def _offload(match: re.Match) -> dict:
+    return {"offload": match.group(1), "offload_device": "nvme" if match.group(2) else "cpu"}
+
+
+def _alternatives(values) -> str:
+    return "|".join(re.escape(v) for v in values)
+
+
+# The id's grammar, slot by slot in the order `Layout.id` writes them:
+# (field, token pattern, required, value of the match).
+_SLOTS: list[tuple[str, re.Pattern, bool, object]] = [
+    ("tp", re.compile(f"tp{_NUMBER}"), True, _number),
+    ("cp", re.compile(f"cp{_NUMBER}"), False, _number),
+    ("ep", re.compile(f"ep{_NUMBER}"), False, _number),
+    ("dp", re.compile(rf"dp(?:{_NUMBER}|\?)"), True, lambda m: None if m.group(1) is None else _number(m)),
+    ("pp", re.compile(f"pp{_NUMBER}"), True, _number),
+    ("vpp", re.compile(f"vpp{_NUMBER}"), False, _number),
+    ("zero_stage", re.compile("zero([0-3])"), True, lambda m: int(m.group(1))),
+    ("etp", re.compile(f"etp{_NUMBER}"), False, _number),
+    ("sp", re.compile("sp"), False, lambda m: True),
+    ("micro_batch_size", re.compile(f"mbs{_NUMBER}"), False, _number),
+    ("num_microbatches", re.compile(f"nmb{_NUMBER}"), False, _number),
+    ("recompute", re.compile(f"rc:({_alternatives(_RECOMPUTES_WRITTEN)})"), False, lambda m: m.group(1)),
+    ("offload", re.compile(f"offload:({_alternatives(_OFFLOADS_WRITTEN)})(@nvme)?"), False, _offload),
+    ("overlap_p2p_comm", re.compile("nop2poverlap"), False, lambda m: False),
+]
+_DEFAULT_OF = {name: Layout.model_fields[name].default for name, *_ in _SLOTS}
+
+ID_GRAMMAR = (
+    "a layout id: an optional framework prefix ('deepspeed/', 'megatron+deepspeed/', 'torchtitan/'; none for "
+    "megatron), then '-'-joined tokens in this order: tp<n>, cp<n> (if > 1), ep<n> (if > 1), dp<n> or dp?, "
+    "pp<n>, vpp<n> (if > 1), zero<0-3>, then only the non-default options: etp<n>, sp, mbs<n> (if != 1), "
+    "nmb<n>, rc:selective|rc:full, offload:optimizer|offload:optimizer+params (with @nvme for NVMe), "
+    "nop2poverlap; e.g. 'tp8-dp4-pp2-zero1-sp-nmb128'"
+)
+
+
+def _misplaced(token: str, at: int | None) -> str:
+    """Why `token` cannot stand where it does: a slot it fits that comes earlier, or nothing it fits."""
+    for index, (name, pattern, _, _) in enumerate(_SLOTS):
+        if pattern.fullmatch(token):
+            if at is not None and _SLOTS[at][2]:
+                return f"bad token {token!r}: {_SLOTS[at][0]} is missing before it"
+            return f"bad token {token!r}: {name} is out of order or repeated"
+    if at is not None and _SLOTS[at][2]:
+        return f"bad token {token!r}: wanted the {_SLOTS[at][0]} token here"
+    return f"bad token {token!r}: not a token of the grammar"

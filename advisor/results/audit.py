@@ -10,7 +10,7 @@ from ..costmodel import Estimate
 from ..inputs.layout import Layout
 from ..inputs.specs import Cluster, Model, Training
 from ..rulebook.load import Reference
-from .render import estimate_lines
+from .render import estimate_lines, named_layout
 from .trace import Trace
 
 __all__ = ["Audit", "Finding", "Severity", "SEVERITY_ORDER"]
@@ -79,7 +79,7 @@ class Audit(BaseModel):
 
     def explain(self) -> str:
         lay = self.layout
-        head = (f"Audit of {lay.framework} {lay.id} for {self.model.name} on {self.cluster.gpus} x {self.cluster.gpu.name}"
+        head = (f"Audit of {named_layout(lay.framework, lay)} for {self.model.name} on {self.cluster.gpus} x {self.cluster.gpu.name}"
                 f" (seq {self.training.seq_len}, global batch {self.training.global_batch_size})")
         counts = {s: sum(f.severity == s for f in self.findings) for s in SEVERITY_ORDER}
         lines = [head, f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} note(s)"]

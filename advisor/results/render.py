@@ -11,7 +11,7 @@ from ..inputs.specs import Model
 from ..inputs.units import format_bytes
 from ..rulebook.actions import Effect
 
-__all__ = ["effect_text", "estimate_lines", "pipeline_line", "recommendation_text", "story"]
+__all__ = ["effect_text", "estimate_lines", "named_layout", "pipeline_line", "recommendation_text", "story"]
 
 _BAR = 40
 _CHOICE_WORDS = {"framework": "framework", "zero_stages": "ZeRO stages allowed", "strategy": "strategy"}
@@ -38,6 +38,15 @@ def _one_effect(e: Effect) -> str:
         return f"{e.value} finding"
     return "checklist item" if e.kind == "checklist" else "note"
 
+
+
+def named_layout(framework: str | None, layout: Layout, gap: str = " ") -> str:
+    """The layout's id with the framework that runs it, the framework written once: a Megatron id
+    carries no framework ("megatron  tp8-dp4-pp2-zero1-sp-nmb128"), the others begin with it
+    ("deepspeed/tp1-dp64-pp1-zero3")."""
+    if framework is None or layout.id.startswith(f"{framework}/"):
+        return layout.id
+    return f"{framework}{gap}{layout.id}"
 
 
 def estimate_lines(est: Estimate) -> list[str]:
@@ -118,7 +127,7 @@ def recommendation_text(rec, level: str = "summary") -> str:
                   f"micro-batch {lay.micro_batch_size} x {lay.num_microbatches}"]
         if lay.offload != "none":
             extras.append(f"offload {lay.offload} to {lay.offload_device}")
-        lines.append(f"Recommendation: {rec.framework}  {lay.id}  ({', '.join(extras)})")
+        lines.append(f"Recommendation: {named_layout(rec.framework, lay, gap='  ')}  ({', '.join(extras)})")
         pipeline = pipeline_line(lay, m)
         if pipeline:
             lines.append(pipeline)
