@@ -141,18 +141,35 @@ def test_pruned_choice_is_the_exhaustive_choice(case):
 
 def _listed_and_exhaustive(rec, ranking):
     """The choice and its alternatives of the chosen family, and what the exhaustive ranking lists
-    in their place: its first layout of each (tp, pp, cp, ep, ZeRO stage), best first."""
-    # the other family's best is listed for comparison, whatever its framework (both families can run
-    # on Megatron-LM: the long-sequence rule chooses it for the ZeRO family too)
+    in their place: its first layout of each (tp, pp, cp, ep, ZeRO stage) the chosen family could
+    have produced, best first."""
     listed = [rec.layout] + [a.layout for a in rec.alternatives
-                             if a.layout.framework == rec.framework and not a.reason.startswith("family ")]
+                             if a.layout.framework == rec.framework and a.family is None]
+    own = _chosen_family(rec, ranking)
     seen, firsts = set(), []
     for layout, _ in ranking:
         key = (layout.tp, layout.pp, layout.cp, layout.ep, layout.zero_stage)
-        if layout.framework == rec.framework and key not in seen:
+        if own(layout) and key not in seen:
             seen.add(key)
             firsts.append(layout)
     return listed, firsts[:len(listed)]
+
+
+def _chosen_family(rec, ranking):
+    """Which ranked layouts the chosen family's search could have produced. The ranking merges both
+    families; when both run on the same framework (the long-sequence rule chooses Megatron-LM for the
+    ZeRO family too) they are told apart by their search spaces (planner.space): the ZeRO family's
+    layouts have tp = pp = ep = 1, the model-parallel family's ZeRO stages are those it uses elsewhere."""
+    other = next((a for a in rec.alternatives if a.family is not None), None)
+    if other is None or other.layout.framework != rec.framework:
+        return lambda layout: layout.framework == rec.framework
+
+    def plain(layout):
+        return layout.tp == layout.pp == layout.ep == 1
+    if other.family == "model-parallel":            # the choice is the ZeRO family's
+        return lambda layout: layout.framework == rec.framework and plain(layout)
+    stages = {layout.zero_stage for layout, _ in ranking if layout.framework == rec.framework and not plain(layout)}
+    return lambda layout: layout.framework == rec.framework and (not plain(layout) or layout.zero_stage in stages)
 
 
 @st.composite

@@ -17,6 +17,8 @@ class Alternative:
     layout: Layout
     estimate: Estimate
     reason: str
+    family: str | None = None
+    """The other family's best, listed for comparison: its strategy; None for a runner-up of the choice's."""
 
 
 @dataclass

@@ -55,7 +55,7 @@ def other_family(cluster: Cluster, model: Model, training: Training, policy: Pol
     delta = est.step_time / ours - 1
     result.alternatives.append(Alternative(layout, est, (
         f"family {family} ({framework}): est. step {est.step_time:.2f} s ({delta:+.0%}); "
-        f"rule {rule} prefers {strategy} for this cluster and model")))
+        f"rule {rule} prefers {strategy} for this cluster and model"), family))
 
 
 def move_to(cluster: Cluster, model: Model, training: Training, policy: Policy, family: str, framework: str,
@@ -76,7 +76,7 @@ def move_to(cluster: Cluster, model: Model, training: Training, policy: Policy, 
     result.events += moved.events
     kept = Alternative(result.layout, result.estimate, (
         f"family {strategy} ({result.framework}): est. step {ours:.2f} s ({ours / est.step_time - 1:+.0%}); "
-        f"rule {rule} prefers it, but the estimate puts it beyond the {NEAR_TIE:.0%} band"))
+        f"rule {rule} prefers it, but the estimate puts it beyond the {NEAR_TIE:.0%} band"), strategy)
     result.layout, result.estimate, result.framework = layout, est, framework
     result.alternatives = moved.alternatives + [kept]
     if keep_ranking:                     # the chosen family leads

@@ -1,9 +1,11 @@
 """The search space: which (tp, pp, cp, ep, etp, vpp) shapes, micro-batches, ZeRO stages, recompute
 and offload levels the search may try. Policy only: what fits and what is fastest is the search's.
 
-Shapes satisfy the frameworks' structural rules (Megatron M1/M2/M5/M6/M8/M9/M14/M15, DeepSpeed's
-ZeRO-with-pipeline limit) and the rules' decisions: the strategy (zero-dp keeps tp = pp = 1), limits
-(tp inside the NVLink domain), and the enabled features (CP only from 8K tokens).
+Shapes follow the rules' decisions (the strategy: zero-dp keeps tp = pp = 1; limits: tp inside the
+NVLink domain; features: CP only from 8K tokens) and skip what the audit's error rules would refuse
+anyway, to save the sizing: each such check below is the statement of one audit rule, named in
+LEGALITY, and tests/test_space_legality.py proves that whatever it drops, that rule refuses. The
+audit rules stay the one statement of what is legal; every pick is screened by them (search.pick).
 """
 
 from __future__ import annotations
@@ -25,6 +27,47 @@ MBS_OPTIONS = (1, 2, 4)
 # Virtual-stage counts tried per pipeline shape: 1 and the two smallest of the smallest, middle and
 # largest usable divisor (vpp_options); the middle one is what Megatron's MoE guide recommends.
 MAX_VPP_OPTIONS = 3
+
+
+# --- structural checks: each drops only what the named audit rule refuses (LEGALITY) ---
+
+def heads_divide(model: Model, tp: int) -> bool:
+    return model.heads % tp == 0                                  # Megatron M5
+
+
+def query_groups_divide(model: Model, tp: int) -> bool:
+    return model.kv_heads % tp == 0 or tp % model.kv_heads == 0   # Megatron M6
+
+
+def stages_have_layers(model: Model, pp: int) -> bool:
+    return pp <= model.layers
+
+
+def experts_divide(model: Model, ep: int) -> bool:
+    return model.experts % ep == 0                                # Megatron M14
+
+
+def sequence_splits(seq: int, cp: int) -> bool:
+    return seq % (2 * cp) == 0                                    # Megatron M15: two chunks per CP rank
+
+
+def world_divides(world: int, tp: int, pp: int, cp: int) -> bool:
+    return world % (tp * pp * cp) == 0                            # Megatron M1
+
+
+def expert_grid_divides(world: int, etp: int, ep: int, pp: int) -> bool:
+    return world % (etp * ep * pp) == 0                           # Megatron M2
+
+
+LEGALITY = {
+    heads_divide: "layout.heads-divisible-by-tp",
+    query_groups_divide: "megatron.gqa-groups-vs-tp",
+    stages_have_layers: "layout.more-stages-than-layers",
+    experts_divide: "megatron.experts-divisible-by-ep",
+    sequence_splits: "megatron.cp-sequence-divisible",
+    world_divides: "megatron.world-divisible-by-model-parallel",
+    expert_grid_divides: "megatron.expert-grid",
+}
 
 
 def tie_order(decisions: Decisions) -> str:
@@ -100,21 +143,20 @@ def shapes(cluster: Cluster, model: Model, training: Training, decisions: Decisi
     if strategy == "zero-dp":
         tps, pps, eps = [1], [1], [1]
     else:
-        # Megatron M5 (heads % tp) and M6 (query groups vs tp).
         # TP groups are contiguous ranks (rank order tp-cp-ep-dp-pp), so t must divide the NVLink
         # domain for every group to stay inside one (tp 6 on 8-GPU servers would straddle two).
-        tps = [t for t in divisors(world) if t <= tp_cap and domain % t == 0 and model.heads % t == 0
-               and (model.kv_heads % t == 0 or t % model.kv_heads == 0)]
-        # M8: even split, or Megatron's first/last-stage form; DeepSpeed's PipelineModule balances any split.
-        pps = [p for p in divisors(world) if p <= model.layers and
+        tps = [t for t in divisors(world) if t <= tp_cap and domain % t == 0 and heads_divide(model, t)
+               and query_groups_divide(model, t)]
+        # Policy: an even split, or Megatron's first/last-stage form that its export writes (the audit
+        # only warns otherwise); DeepSpeed's PipelineModule balances any split.
+        pps = [p for p in divisors(world) if stages_have_layers(model, p) and
                (model.layers % p == 0 or (megatron and even_or_expressible(model.layers, p))
                 or framework == "megatron+deepspeed")]
-        # M14: experts % ep; EP is folded into the dp*cp*tp ranks (M2 checked below).
-        eps = divisors(model.experts) if model.is_moe else [1]
-    # M15: seq % (2 * cp); CP only where a rule enabled it (long sequences).
+        eps = [e for e in divisors(model.experts) if experts_divide(model, e)] if model.is_moe else [1]
+    # CP only where a rule enabled it (long sequences); policy: rings of a power of two, >= 1K tokens each.
     cps = [1]
     if "cp" in decisions.features:
-        cps = [c for c in divisors(world) if c & (c - 1) == 0 and seq % (2 * c) == 0 and seq // c >= 1024]
+        cps = [c for c in divisors(world) if c & (c - 1) == 0 and sequence_splits(seq, c) and seq // c >= 1024]
 
     def within(dim: str, value: int) -> bool:      # the rules' `limit` actions, every dimension
         upper = decisions.upper(dim)
@@ -133,15 +175,15 @@ def shapes(cluster: Cluster, model: Model, training: Training, decisions: Decisi
     for tp in tps:
         for pp in pps:
             for cp in cps:
-                mp = tp * pp * cp
-                if world % mp:                                  # M1
+                if not world_divides(world, tp, pp, cp):
                     continue
-                dp = world // mp
+                dp = world // (tp * pp * cp)
                 if not within("dp", dp):
                     continue
                 for ep in eps:
                     etp = 1 if (moe and tp > 1) else tp   # MoE zoo: expert TP 1 with EP
-                    if ep > 1 and (world % (etp * ep * pp) or ep > dp * cp * tp):   # M2; EP folds into dp*cp*tp
+                    # (ep > dp*cp*tp breaks the expert grid too: etp*ep*pp would exceed the world)
+                    if ep > 1 and not expert_grid_divides(world, etp, ep, pp):
                         continue
                     for vpp in vpps[pp]:
                         out.append(Shape(tp, pp, cp, ep, etp, vpp, dp))

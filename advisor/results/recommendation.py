@@ -29,6 +29,9 @@ class Alternative(BaseModel):
     reason: str
     memory_total: int
     step_time: float | None = None
+    family: str | None = None
+    """Set for the other family's best, listed for comparison: its strategy ("zero-dp" or
+    "model-parallel"). None for a runner-up of the chosen family."""
 
 
 class Recommendation(BaseModel):

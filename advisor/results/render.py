@@ -199,7 +199,7 @@ def story(rec) -> str:
     if rec.alternatives:
         a = rec.alternatives[0]
         parts.append(f"Runner-up {a.layout.id}: {a.reason}.")
-    family = next((a for a in rec.alternatives if a.reason.startswith("family ")), None)
+    family = next((a for a in rec.alternatives if a.family is not None), None)
     if family is not None and family is not rec.alternatives[0]:
         parts.append(f"{family.layout.id}: {family.reason}.")
     return " ".join(parts)
