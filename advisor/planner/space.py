@@ -48,7 +48,7 @@ def experts_divide(model: Model, ep: int) -> bool:
 
 
 def sequence_splits(seq: int, cp: int) -> bool:
-    return seq % (2 * cp) == 0                                    # Megatron M15: two chunks per CP rank
+    return cp == 1 or seq % (2 * cp) == 0                         # Megatron M15: two chunks per CP rank
 
 
 def world_divides(world: int, tp: int, pp: int, cp: int) -> bool:
