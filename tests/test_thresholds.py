@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from advisor.facts import ZERO_ONLY_MAX_GPUS
+from advisor.planner.ranking import MAX_MEMORY_UTILIZATION
 from advisor.rulebook.load import builtin_rulebook
 
 
@@ -24,3 +25,7 @@ def bound_in(rule_id: str, field: str) -> tuple[str, object]:
 def test_zero_only_fits_is_computed_wherever_its_rule_can_fire():
     # facts.zero_only_fits sizes ZeRO layouts only up to ZERO_ONLY_MAX_GPUS; above, it reports False
     assert bound_in("advice.small-cluster-tp-pp-when-zero-fits", "cluster.gpus") == ("<=", ZERO_ONLY_MAX_GPUS)
+
+
+def test_the_planner_ranks_tight_layouts_last_where_the_audit_warns():
+    assert bound_in("advice.memory-tight", "check.memory_percent") == (">", MAX_MEMORY_UTILIZATION * 100)
