@@ -17,6 +17,7 @@ import difflib
 import json
 import re
 import sys
+import typing
 from pathlib import Path
 from typing import Any, Callable
 
@@ -30,6 +31,7 @@ from .inputs.layout import Layout
 from .inputs.specs import GPU, Cluster, Model, Training
 from .results.audit import Audit
 from .results.recommendation import Recommendation
+from .rulebook.actions import Action
 from .rulebook.actions import Finding as FindingAction
 from .rulebook.actions import Limit
 from .rulebook.load import ID_RE, LEAF_RE, MAX_RULES_PER_FILE, PLACEHOLDER_RE, Rule, RuleBook, RuleSpec, load_rulebook
@@ -38,6 +40,9 @@ __all__ = ["schemas", "rules_markdown", "facts_markdown", "generate", "stale", "
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 RULES_DOC = "docs/rules.md"
+RULES_README = "rules/README.md"
+ACTIONS_BEGIN = "<!-- actions: generated from advisor/rulebook/actions.py by python -m advisor.docgen -->"
+ACTIONS_END = "<!-- end of actions -->"
 FACTS_DOC = "docs/facts.md"
 SCHEMA_DIR = "schemas"
 REGENERATE = "python -m advisor.docgen"
@@ -500,6 +505,31 @@ def repo_root() -> Path:
     return root
 
 
+def _parameter(name: str, field) -> str:
+    if field.description:
+        return f"`{name}`: {field.description}"
+    values = typing.get_args(field.annotation) if typing.get_origin(field.annotation) is typing.Literal else ()
+    return f"`{name}`: " + ", ".join(map(str, values)) if values else f"`{name}`"
+
+
+def actions_table() -> str:
+    """The `then` vocabulary as a Markdown table: every action, its parameters, what it does."""
+    rows = ["| action | parameters | effect |", "|---|---|---|"]
+    for cls in typing.get_args(typing.get_args(Action)[0]):
+        (name,) = typing.get_args(cls.model_fields["action"].annotation)
+        params = "; ".join(_parameter(k, f) for k, f in cls.model_fields.items() if k != "action") or "—"
+        rows.append(f"| `{name}` | {params} | {' '.join(cls.__doc__.split())} |")
+    return "\n".join(rows)
+
+
+def rules_readme(root: Path) -> str:
+    """rules/README.md with its actions table regenerated between the markers."""
+    text = (root / RULES_README).read_text(encoding="utf-8")
+    head, _, rest = text.partition(ACTIONS_BEGIN)
+    _, _, tail = rest.partition(ACTIONS_END)
+    return f"{head}{ACTIONS_BEGIN}\n{actions_table()}\n{ACTIONS_END}{tail}"
+
+
 def generate(root: Path) -> dict[str, str]:
     """Relative path -> content of every generated file, from the rules in `root/rules`."""
     rules_dir = root / "rules"
@@ -507,6 +537,7 @@ def generate(root: Path) -> dict[str, str]:
     files = {f"{SCHEMA_DIR}/{name}": _dump_json(schema) for name, schema in schemas(book).items()}
     files[RULES_DOC] = rules_markdown(book, rules_dir)
     files[FACTS_DOC] = facts_markdown(book)
+    files[RULES_README] = rules_readme(root)
     return dict(sorted(files.items()))
 
 

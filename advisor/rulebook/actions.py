@@ -32,15 +32,17 @@ class _Action(BaseModel):
 
 
 class UseFramework(_Action):
-    """Choose the framework that drives the run."""
+    """Choose the framework that drives the run. The first rule to choose wins; a later different
+    choice is recorded as overridden."""
     action: Literal["use_framework"]
     framework: Framework
 
 
 class AllowZero(_Action):
-    """Restrict the ZeRO stages the planner may use (1 under Megatron = distributed optimizer)."""
+    """Restrict the ZeRO stages the planner may use (1 under Megatron = distributed optimizer). First
+    rule wins, as for use_framework."""
     action: Literal["allow_zero"]
-    stages: list[Annotated[int, Field(ge=0, le=3)]] = Field(min_length=1)
+    stages: list[Annotated[int, Field(ge=0, le=3)]] = Field(min_length=1, description="a list of ZeRO stages, 0-3")
 
 
 class UseStrategy(_Action):
@@ -51,15 +53,16 @@ class UseStrategy(_Action):
 
 
 class Limit(_Action):
-    """Bound a parallel degree. `max`/`min` is a number or the name of an int fact (e.g. "cluster.nvlink_domain")."""
+    """Bound a parallel degree. Bounds intersect: the tightest wins, and each keeps the rule that set it."""
     action: Literal["limit"]
     dimension: Dimension
-    max: int | str | None = None
-    min: int | str | None = None
+    max: int | str | None = Field(None, description="a number or the name of an int fact (e.g. cluster.nvlink_domain)")
+    min: int | str | None = Field(None, description="the same, as a lower bound")
 
 
 class Enable(_Action):
-    """Turn on a feature the planner then uses where it applies (SP needs tp > 1, CP needs a long sequence)."""
+    """Turn on a feature the planner reads: sp (sequence parallelism on every TP layout), cp
+    (context-parallel shapes are searched), tp_before_pp or ep_over_tp (the tie-break order)."""
     action: Literal["enable"]
     feature: Feature
 
@@ -70,10 +73,10 @@ class Checklist(_Action):
 
 
 class Finding(_Action):
-    """Audit only: report the rule's message as a finding. `fix` is a one-line remedy (may name facts)."""
+    """Audit only: report the rule's message as a finding of this severity, with its fix."""
     action: Literal["finding"]
     severity: Literal["error", "warning", "info"]
-    fix: str = Field(min_length=3)
+    fix: str = Field(min_length=3, description="a one-line remedy; may name facts as {group.fact}")
 
 
 class Note(_Action):
