@@ -111,62 +111,82 @@ def pipeline_line(layout: Layout, model: Model) -> str | None:
 
 def recommendation_text(rec, level: str = "summary") -> str:
     """The account of a Recommendation `rec` (untyped: its module imports this one): the layout, its
-    memory, the rules that chose it, what lost, what to check."""
-    c, m, t = rec.cluster, rec.model, rec.training
-    lines = [
-        f"{m.name} ({m.params / 1e9:.1f}B params) on {c.gpus} x {c.gpu.name} "
-        f"({c.nodes} node{'s' if c.nodes > 1 else ''} x {c.gpus_in_node}, NVLink domain {c.nvlink_domain}), "
-        f"seq {t.seq_len}, global batch {t.global_batch_size}, {t.precision}",
-    ]
-    lines += ["", textwrap.fill(story(rec), width=100), ""]
-    if rec.layout is None:
-        lines.append("No layout could be recommended: see the rejections below.")
-    else:
-        lay = rec.layout
-        extras = [f"SP {'on' if lay.sp else 'off'}", f"recompute {lay.recompute}",
-                  f"micro-batch {lay.micro_batch_size} x {lay.num_microbatches}"]
-        if lay.offload != "none":
-            extras.append(f"offload {lay.offload} to {lay.offload_device}")
-        lines.append(f"Recommendation: {named_layout(rec.framework, lay, gap='  ')}  ({', '.join(extras)})")
-        pipeline = pipeline_line(lay, m)
-        if pipeline:
-            lines.append(pipeline)
-    if rec.estimates is not None:
-        lines += ["", *estimate_lines(rec.estimates)]
-    fired = [e for e in rec.trace.events if e.op == "fire"]
-    if fired:
-        lines += ["", "Why (rules that fired, in order):"]
-        for e in fired:
-            lines.append(f"  - {e.rule_id}: {e.message}")
-            if e.effect and e.effect not in ("checklist item", "note"):
-                lines.append(f"      -> {e.effect}")
-            if level == "full":
-                facts = ", ".join(f"{k}={v}" for k, v in e.facts.items())
-                lines.append(f"      facts: {facts}")
-                lines += [f"      ref: {r.title} ({r.url or r.path})" for r in e.references]
-    planner = [e for e in rec.trace.events if e.op in ("reject", "note", "input")]
-    if planner:
-        lines += ["", "Assumptions, rejections and notes:"]
-        lines += [f"  - {e.op}: {(e.candidate + ': ') if e.candidate else ''}{e.message}" for e in planner]
-    if rec.alternatives:
-        lines += ["", "Alternatives (also fit, ranked lower):"]
-        for a in rec.alternatives:
-            lines.append(f"  - {a.layout.id} ({format_bytes(a.memory_total)} per GPU): {a.reason}")
-    if rec.findings:
-        lines += ["", "Audit of the choice:"]
-        for f in rec.findings:
-            lines.append(f"  {f.severity}: {f.message} [{f.rule_id}]")
-            if f.severity != "info":
-                lines.append(f"      fix: {f.fix}")
-    if rec.checklist:
-        lines += ["", "Checklist:"]
-        lines += [f"  {i}. {item.text}  [{item.rule_id}]" for i, item in enumerate(rec.checklist, 1)]
-    if level == "full":
-        lines += ["", "Trace:", rec.trace.render()]
-        if rec.trace.not_fired:
-            lines += ["", "Did not fire (the conditions that did not hold):"]
-            lines += [f"  - {n.rule_id}: {'; '.join(n.failed)}" for n in rec.trace.not_fired]
+    memory, the rules that chose it, what lost, what to check; `level` "full" adds each rule's facts
+    and references, the raw trace and the rules that did not fire."""
+    full = level == "full"
+    sections = [_situation(rec) + ["", textwrap.fill(story(rec), width=100), ""] + _choice(rec),
+                estimate_lines(rec.estimates) if rec.estimates is not None else [],
+                _why(rec, full), _planner_notes(rec), _alternatives(rec), _audit_of_choice(rec), _checklist(rec)]
+    if full:
+        sections += [["Trace:", rec.trace.render()], _not_fired(rec)]
+    lines = sections[0]
+    for section in sections[1:]:
+        lines += ["", *section] if section else []
     return "\n".join(lines)
+
+
+def _situation(rec) -> list[str]:
+    c, m, t = rec.cluster, rec.model, rec.training
+    return [f"{m.name} ({m.params / 1e9:.1f}B params) on {c.gpus} x {c.gpu.name} "
+            f"({c.nodes} node{'s' if c.nodes > 1 else ''} x {c.gpus_in_node}, NVLink domain {c.nvlink_domain}), "
+            f"seq {t.seq_len}, global batch {t.global_batch_size}, {t.precision}"]
+
+
+def _choice(rec) -> list[str]:
+    if rec.layout is None:
+        return ["No layout could be recommended: see the rejections below."]
+    lay = rec.layout
+    extras = [f"SP {'on' if lay.sp else 'off'}", f"recompute {lay.recompute}",
+              f"micro-batch {lay.micro_batch_size} x {lay.num_microbatches}"]
+    if lay.offload != "none":
+        extras.append(f"offload {lay.offload} to {lay.offload_device}")
+    pipeline = pipeline_line(lay, rec.model)
+    return [f"Recommendation: {named_layout(rec.framework, lay, gap='  ')}  ({', '.join(extras)})",
+            *([pipeline] if pipeline else [])]
+
+
+def _why(rec, full: bool) -> list[str]:
+    fired = [e for e in rec.trace.events if e.op == "fire"]
+    lines = ["Why (rules that fired, in order):"] if fired else []
+    for e in fired:
+        lines.append(f"  - {e.rule_id}: {e.message}")
+        if e.effect and e.effect not in ("checklist item", "note"):
+            lines.append(f"      -> {e.effect}")
+        if full:
+            lines.append("      facts: " + ", ".join(f"{k}={v}" for k, v in e.facts.items()))
+            lines += [f"      ref: {r.title} ({r.url or r.path})" for r in e.references]
+    return lines
+
+
+def _planner_notes(rec) -> list[str]:
+    events = [e for e in rec.trace.events if e.op in ("reject", "note", "input")]
+    return (["Assumptions, rejections and notes:"]
+            + [f"  - {e.op}: {(e.candidate + ': ') if e.candidate else ''}{e.message}" for e in events]) if events else []
+
+
+def _alternatives(rec) -> list[str]:
+    return (["Alternatives (also fit, ranked lower):"]
+            + [f"  - {a.layout.id} ({format_bytes(a.memory_total)} per GPU): {a.reason}"
+               for a in rec.alternatives]) if rec.alternatives else []
+
+
+def _audit_of_choice(rec) -> list[str]:
+    lines = ["Audit of the choice:"] if rec.findings else []
+    for f in rec.findings:
+        lines.append(f"  {f.severity}: {f.message} [{f.rule_id}]")
+        if f.severity != "info":
+            lines.append(f"      fix: {f.fix}")
+    return lines
+
+
+def _checklist(rec) -> list[str]:
+    return (["Checklist:"] + [f"  {i}. {item.text}  [{item.rule_id}]" for i, item in enumerate(rec.checklist, 1)]
+            if rec.checklist else [])
+
+
+def _not_fired(rec) -> list[str]:
+    return (["Did not fire (the conditions that did not hold):"]
+            + [f"  - {n.rule_id}: {'; '.join(n.failed)}" for n in rec.trace.not_fired]) if rec.trace.not_fired else []
 
 
 def story(rec) -> str:
