@@ -447,10 +447,16 @@ def _build(r: dict) -> PublishedRecord:
     precision, guessed = _precision(t.get("precision"), preset)
     if guessed:
         A.append(f"precision={precision} (not stated)")
+    framework = D["framework"]
+    if framework == "torchtitan" and precision == "fp16":
+        # torchtitan stands for PyTorch FSDP here, but it has no fp16 (torchtitan.no-fp16): an fp16 FSDP
+        # run (metaseq's OPT) is audited as DeepSpeed ZeRO-3, the same full sharding, which runs fp16.
+        framework = "deepspeed"
+        A.append("fp16 FSDP audited as DeepSpeed ZeRO-3 (torchtitan, the FSDP stand-in, has no fp16)")
     rec.cluster, rec.model = cluster, model
     rec.training = Training(seq_len=seq, global_batch_size=gbs, micro_batch_size=mbs, precision=precision,
                             flash_attention=D["flash"])
-    rec.layout = Layout(framework=D["framework"], tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, etp=etp, vpp=vpp, sp=sp,
+    rec.layout = Layout(framework=framework, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, etp=etp, vpp=vpp, sp=sp,
                         zero_stage=zero, micro_batch_size=mbs, num_microbatches=n_mb, recompute=rc, offload=off)
     return rec
 

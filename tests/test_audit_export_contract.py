@@ -14,6 +14,7 @@ models refused by the audit past max_position although the Megatron export write
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -100,13 +101,20 @@ def _exports(rec) -> None:
         export(rec.layout, rec.model, rec.training, rec.cluster)
 
 
-def test_bloom_gets_a_layout_it_can_run():
-    """BLOOM-176B (ALiBi) on 64 A100-80GB: no Megatron-LM layout (megatron.no-alibi); ZeRO-3 holds it."""
-    rec = advisor.recommend(Cluster(gpu="A100-80GB", gpus=64), "bloom-176b")
-    assert rec.framework == "deepspeed" and rec.layout.zero_stage == 3
+@pytest.mark.parametrize("gpus", [64, 384])
+def test_bloom_gets_a_layout_it_can_run(gpus):
+    """BLOOM-176B (ALiBi): never a Megatron-LM layout (megatron.no-alibi), but Megatron-DeepSpeed,
+    whose BigScience fork trained it, with --position-embedding-type alibi; on 384 GPUs the global
+    batch does not divide over the ZeRO ranks, and the search widens on Megatron-DeepSpeed too."""
+    rec = advisor.recommend(Cluster(gpu="A100-80GB", gpus=gpus), "bloom-176b")
+    assert rec.status == "recommended" and rec.framework == "megatron+deepspeed"
     _exports(rec)
+    assert "--position-embedding-type alibi" in " ".join(ex.megatron_args(rec.layout, rec.model, rec.training,
+                                                                          rec.cluster))
     report = advisor.audit(rec.cluster, rec.model, Layout(tp=8, pp=8, zero_stage=1), rec.training)
     assert "megatron.no-alibi" in {f.rule_id for f in report.errors}
+    zero3 = advisor.audit(rec.cluster, rec.model, Layout(framework="deepspeed", dp=gpus, zero_stage=3), rec.training)
+    assert "megatron.no-alibi" not in {f.rule_id for f in zero3.findings}
 
 
 def test_torchtitan_etp_between_1_and_tp_is_an_audit_error():

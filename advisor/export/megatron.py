@@ -82,7 +82,9 @@ MEGATRON_FLAGS: dict[str, MegatronFlag] = dict([
     _f("--max-position-embeddings", "int", f"{_NET}, {_W(80)}",
        note="validate_args asserts it is >= --seq-length (M21)"),
     _f("--position-embedding-type", "choice", f"{_NET}, {_W(80)}",
-       choices=("learned_absolute", "rope", "mrope", "relative", "none"), note="no ALiBi choice"),
+       choices=("learned_absolute", "rope", "mrope", "relative", "none"),
+       note="no ALiBi choice in Megatron-LM; BigScience's Megatron-DeepSpeed takes alibi (megatron/enums.py "
+            "@ 754cf21a487eb2a63eaaa7f9def52d725262b639), written for framework megatron+deepspeed"),
     _f("--normalization", "choice", f"{_NET}, {_W(80)}", choices=("LayerNorm", "RMSNorm")),
     _f("--swiglu", "store_true", f"{_NET}, {_W(80)}"),
     _f("--untie-embeddings-and-output-weights", "store_true", f"{_NET}, {_W(80)}"),
@@ -212,7 +214,7 @@ def _shape(out: _Args, layout: Layout, model: Model, b: Batch) -> None:
             out.add("--group-query-attention")
             out.add("--num-query-groups", model.kv_heads)
     out.add("--seq-length", b.seq)
-    _positions(out, model, b)
+    _positions(out, layout, model, b)
     out.add("--normalization", "RMSNorm" if model.norm == "rmsnorm" else "LayerNorm")
     if model.activation == "swiglu":
         out.add("--swiglu")
@@ -238,9 +240,14 @@ def _shape(out: _Args, layout: Layout, model: Model, b: Batch) -> None:
         out.add("--mtp-num-layers", model.mtp_layers)
 
 
-def _positions(out: _Args, model: Model, b: Batch) -> None:
+def _positions(out: _Args, layout: Layout, model: Model, b: Batch) -> None:
     """Learned tables keep their size (the audit refuses a longer sequence); RoPE gets a table as
-    long as the sequence, so context extension runs (megatron.rope-context-extension notes it)."""
+    long as the sequence, so context extension runs (megatron.rope-context-extension notes it);
+    ALiBi only under Megatron-DeepSpeed, whose BigScience fork implements it."""
+    if model.position_embedding == "alibi" and layout.framework == "megatron+deepspeed":
+        out.add("--max-position-embeddings", max(model.max_position or 0, b.seq))
+        out.add("--position-embedding-type", "alibi")
+        return
     if model.position_embedding == "alibi":
         raise refused("Model.position_embedding", "alibi", "'rope' or 'learned' for Megatron-LM", "megatron.no-alibi",
                       "--position-embedding-type has no ALiBi choice (arguments.py _add_network_size_args)")

@@ -19,6 +19,17 @@ def megatron_policy(policy: Policy) -> Policy:
     return policy._replace(zero_stages=(1,), sp=True)
 
 
+# The framework each family runs on: DeepSpeed for ZeRO data parallelism, Megatron-LM for TP x PP,
+# unless the rules chose Megatron-DeepSpeed, which runs both (its DeepSpeed engine shards with ZeRO,
+# its Megatron model code splits with TP and PP).
+FAMILY_FRAMEWORKS = {"zero-dp": "deepspeed", "model-parallel": "megatron"}
+FRAMEWORK_NAMES = {"megatron": "Megatron-LM", "megatron+deepspeed": "Megatron-DeepSpeed"}
+
+
+def family_framework(family: str, chosen: str) -> str:
+    return chosen if chosen == "megatron+deepspeed" else FAMILY_FRAMEWORKS[family]
+
+
 def other_family(cluster: Cluster, model: Model, training: Training, policy: Policy, strategy: str,
                  result: PlanResult, check_fn, keep_ranking: bool, assumptions=None) -> None:
     """Evaluate the family the rules did not choose. A rule's zero-dp strategy is a preference for
@@ -30,12 +41,12 @@ def other_family(cluster: Cluster, model: Model, training: Training, policy: Pol
     modelled optimistically (bucketed calls, no per-module latency). Otherwise the other family's
     best joins the alternatives with the rule that preferred the chosen family."""
     if strategy == "zero-dp":
-        family, framework = "model-parallel", "megatron"
+        family, framework = "model-parallel", family_framework("model-parallel", result.framework)
         # TP before PP, the model-parallel family's preference, unless the MoE one applies
         other = megatron_policy(policy)._replace(
             tie_order="ep_over_tp" if policy.tie_order == "ep_over_tp" else "tp_before_pp")
     else:
-        family, framework = "zero-dp", "deepspeed"
+        family, framework = "zero-dp", family_framework("zero-dp", result.framework)
         other = policy._replace(zero_stages=(1, 2, 3))
     side = PlanResult(None, None, framework)
     chosen, _ = Search(cluster, model, training, other, family, framework, side, check_fn, allow_offload=False,
@@ -101,11 +112,11 @@ def widen_to_megatron(cluster: Cluster, model: Model, training: Training, policy
     result.events.append(PlanEvent("reject", f"family zero-dp: {why}", "zero-dp", rule_id=refused_by, have=have,
                                    want=want))
     result.blocked_by = None
-    result.framework = "megatron"
+    framework = result.framework = family_framework("model-parallel", result.framework)
     strategy_rule = policy.decisions.strategy[1] if policy.decisions.strategy else None   # set aside here
-    result.events.append(PlanEvent("note", "widening to model-parallel with Megatron-LM (TP inside the NVLink domain, "
-                                           "then PP)", rule_id=strategy_rule))
-    return Search(cluster, model, training, megatron_policy(policy), "model-parallel", "megatron", result, check_fn,
+    result.events.append(PlanEvent("note", f"widening to model-parallel with {FRAMEWORK_NAMES[framework]} (TP inside "
+                                           "the NVLink domain, then PP)", rule_id=strategy_rule))
+    return Search(cluster, model, training, megatron_policy(policy), "model-parallel", framework, result, check_fn,
                   allow_offload=False, keep_ranking=keep_ranking, assumptions=assumptions).run()
 
 
