@@ -19,6 +19,15 @@ __all__ = ["main"]
 
 FORMATS = ("text", "json", "megatron", "deepspeed", "torchtitan")
 
+# The launch-config formats each framework runs (tests/test_audit_export_contract.py FORMATS):
+# Megatron-DeepSpeed takes Megatron's model and TP/PP flags plus the DeepSpeed JSON.
+FRAMEWORK_FORMATS = {
+    "megatron": ("megatron",),
+    "megatron+deepspeed": ("megatron", "deepspeed"),
+    "deepspeed": ("deepspeed",),
+    "torchtitan": ("torchtitan",),
+}
+
 
 def _situation_args(r: argparse.ArgumentParser) -> None:
     model = r.add_mutually_exclusive_group(required=True)
@@ -39,7 +48,10 @@ def _situation_args(r: argparse.ArgumentParser) -> None:
                         "megatron_main_grad_bytes=2 or tp_comm_overlap=true; repeatable")
     r.add_argument("--json", action="store_true", help="same as --format json")
     r.add_argument("--format", choices=FORMATS, default="text",
-                   help="text, JSON, or a launch config for Megatron-LM, DeepSpeed or torchtitan")
+                   help="text, JSON, or a launch config for Megatron-LM, DeepSpeed or torchtitan. "
+                        "recommend writes a launch config only in a format the recommended layout's "
+                        "framework runs (megatron: megatron; deepspeed: deepspeed; megatron+deepspeed: "
+                        "megatron or deepspeed; torchtitan: torchtitan), else exits 2")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -105,6 +117,19 @@ def _export(fmt: str, layout, model, training, cluster) -> str:
     return export.torchtitan_toml(layout, model, training, cluster)
 
 
+def _check_format(fmt: str, framework: str) -> None:
+    """Refuse a launch config the recommended layout's framework does not run: the exporter would
+    otherwise judge the layout by another framework's limits (a DeepSpeed offload layout "fails"
+    as Megatron flags)."""
+    runs = FRAMEWORK_FORMATS.get(framework, ())
+    if fmt not in runs:
+        from .errors import InputError
+
+        raise InputError("--format", fmt, f"a format framework {framework!r} runs: {' or '.join(runs)}",
+                         f"the recommended layout is for {framework}; print it with --format {runs[0]} "
+                         f"(or --json), or choose the framework with a site rule (use_framework)")
+
+
 def _assumptions(items: list[str]):
     """--assume NAME=VALUE pairs as Assumptions; VALUE is read as JSON (2, 0.5, true, ["mlp"]) or else
     taken as a string."""
@@ -137,6 +162,7 @@ def _recommend(args) -> int:
     elif fmt == "text" or rec.layout is None:
         print(rec.explain(args.explain))
     else:
+        _check_format(fmt, rec.layout.framework)
         print(_export(fmt, rec.layout, rec.model, rec.training, rec.cluster))
     return 0 if rec.status == "recommended" else 1
 
