@@ -189,11 +189,29 @@ def _assumptions(items: list[str]):
         name, sep, text = item.partition("=")
         if not sep or not name:
             raise InputError("--assume", item, "NAME=VALUE, e.g. megatron_main_grad_bytes=2")
-        try:
-            values[name.strip()] = json.loads(text)
-        except json.JSONDecodeError:
-            values[name.strip()] = text
+        values[name.strip()] = _assumption_value(item, text)
     return Assumptions(**values)
+
+
+def _assumption_value(item: str, text: str):
+    """VALUE of --assume as JSON, refusing the non-standard Infinity/NaN Python's json reads (and
+    1e999, which overflows to inf): no cost-model knob is meaningful at infinity."""
+    import math
+
+    from .errors import InputError
+
+    def finite(literal: str) -> float:
+        number = float(literal)
+        if not math.isfinite(number):
+            raise InputError("--assume", item, "a finite number, e.g. gemm_overhead=1.1")
+        return number
+
+    try:
+        return json.loads(text, parse_float=finite, parse_constant=finite)
+    except json.JSONDecodeError:
+        return text
+    except RecursionError:          # '[[[[...' thousands deep
+        raise InputError("--assume", item[:80] + "...", "a JSON value nested at most a few levels deep") from None
 
 
 def _recommend(args) -> int:
