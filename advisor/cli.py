@@ -108,11 +108,13 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--micro-batch", type=int, help="sequences per GPU per forward pass (default: 1)")
     r.add_argument("--explain", choices=["summary", "full"], default="summary", help="detail of the text output")
 
-    e = sub.add_parser("explain", help="recommend, and tell the whole decision: story, trace, why rules did not fire", **_with_exit_status)
+    e = sub.add_parser("explain", help="recommend, and tell the whole decision: story, trace, why rules did not fire",
+                       **_with_exit_status)
     _situation_args(e)
     e.add_argument("--micro-batch", type=int, help="sequences per GPU per forward pass (default: chosen)")
 
-    a = sub.add_parser("audit", help="check a layout: what the frameworks refuse, what is unwise, and why", **_with_exit_status)
+    a = sub.add_parser("audit", help="check a layout: what the frameworks refuse, what is unwise, and why",
+                       **_with_exit_status)
     _situation_args(a)
     a.add_argument("--framework", choices=["megatron", "deepspeed", "megatron+deepspeed", "torchtitan"],
                    default="megatron")
@@ -433,13 +435,14 @@ def _error_object(exc: BaseException, code: int, message: str) -> dict:
     return {"error": obj}
 
 
-def _fail(exc: BaseException, code: int, message: str, *, as_json: bool, debug: bool, prefix="error") -> int:
+def _fail(exc: BaseException, code: int, message: str, *, as_json: bool, debug: bool,
+          prefix: str | None = "error") -> int:
     """Report an error on stderr (and as JSON on stdout under --json); return the exit status."""
     if debug:
         import traceback
 
         traceback.print_exception(exc)
-    _say(f"advisor: {prefix}: {message}")
+    _say(f"advisor: {prefix}: {message}" if prefix else f"advisor: {message}")
     if as_json:
         try:
             _emit(json.dumps(_error_object(exc, code, message), indent=2, ensure_ascii=True))
@@ -453,7 +456,7 @@ def _internal(exc: BaseException) -> str:
     """One line: the type and the first line of the message, bounded (a message can hold a 1 GB repr)."""
     first = (str(exc).strip().splitlines() or [""])[0]
     first = first if len(first) <= 300 else first[:300] + "..."
-    return f"{type(exc).__name__}: {first} (please report)"
+    return f"{type(exc).__name__}{': ' + first if first else ''} (please report)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -477,7 +480,7 @@ def main(argv: list[str] | None = None) -> int:
         _silence_stdout()
         return 0
     except KeyboardInterrupt as exc:
-        return _fail(exc, EXIT_INTERRUPTED, "interrupted", **kw)
+        return _fail(exc, EXIT_INTERRUPTED, "interrupted", prefix=None, **kw)
     except UsageError as exc:
         _say(exc.usage.rstrip())
         kw["debug"] = False                     # a usage error's traceback shows argparse, not the cause
