@@ -374,15 +374,18 @@ def _say(line: str) -> None:
 
 
 def _wants_json(argv: list[str]) -> bool:
-    """Whether errors go to stdout as JSON too: --json (or an abbreviation argparse accepts) or
-    --format json, read from argv since a usage error leaves no parsed arguments."""
+    """Whether errors go to stdout as JSON too: --json (or an abbreviation argparse accepts), or a
+    last --format of json; read from argv since a usage error leaves no parsed arguments."""
+    flag, fmt = False, None
     for i, arg in enumerate(argv):
         if arg == "--":
             break
-        if len(arg) >= 3 and "--json".startswith(arg) or arg == "--format=json" \
-                or arg == "--format" and argv[i + 1:i + 2] == ["json"]:
-            return True
-    return False
+        flag = flag or len(arg) >= 3 and "--json".startswith(arg)
+        if arg.startswith("--format="):
+            fmt = arg.partition("=")[2]
+        elif arg == "--format" and i + 1 < len(argv):
+            fmt = argv[i + 1]
+    return flag or fmt == "json"
 
 
 def _jsonable(value):
