@@ -314,6 +314,10 @@ def _emit(text: str, as_json: bool = False) -> None:
     become \\u escapes); text gets backslash escapes from the stream (_tolerant_streams). A reader that
     has gone away silences the rest of the output instead of failing the run."""
     out = sys.stdout
+    if out is None:                         # started with stdout closed (`advisor rules >&-`)
+        import errno
+
+        raise _OutputError(OSError(errno.EBADF, "stdout is closed"))
     if as_json and not _encodes(out, text):
         import re
 
@@ -338,6 +342,8 @@ def _encodes(out, text: str) -> bool:
 
 
 def _flush() -> None:
+    if sys.stdout is None:
+        return
     try:
         sys.stdout.flush()
     except BrokenPipeError:
@@ -367,6 +373,8 @@ def _tolerant_streams() -> None:
 
 def _say(line: str) -> None:
     """A message on stderr; a stderr that cannot be written must not turn an error into a crash."""
+    if sys.stderr is None:                  # closed (`2>&-`); print(file=None) would write to stdout
+        return
     try:
         print(line, file=sys.stderr, flush=True)
     except (OSError, ValueError):

@@ -227,6 +227,18 @@ def test_closed_pipe_is_quiet_and_keeps_the_status(argv, status):
     assert proc.returncode == status and proc.stderr == ""
 
 
+def test_closed_stdout_is_exit_4_and_closed_stderr_keeps_stdout_clean():
+    # sh closes the descriptor; Python then starts with sys.stdout (or sys.stderr) = None.
+    shell = ["sh", "-c", '"$0" -m advisor.cli "$@" >&-', sys.executable]
+    proc = subprocess.run([*shell, "rules"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 4
+    assert proc.stderr == "advisor: error: cannot write the output: [Errno 9] stdout is closed\n"
+    shell[2] = '"$0" -m advisor.cli "$@" 2>&-'
+    proc = subprocess.run([*shell, "recommend", "--model", "no-such-model", "--gpu", "H100", "--gpus", "8"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == ""       # print(file=None) would have used stdout
+
+
 # The child blocks inside the command (as a slow planner would), and says so on stderr, so the
 # signal arrives mid-command on any machine, not after a guessed delay.
 SLOW_CHILD = """
