@@ -356,9 +356,16 @@ def _silence_stdout() -> None:
     """Point stdout at /dev/null, so that the interpreter's own flush at exit cannot fail (and print
     'Exception ignored ...') on the bytes still buffered."""
     try:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        target = sys.stdout.fileno()
+        null = os.open(os.devnull, os.O_WRONLY)
     except (OSError, ValueError, AttributeError):       # no file descriptor (an in-process StringIO)
+        return
+    try:
+        os.dup2(null, target)
+    except OSError:
         pass
+    finally:
+        os.close(null)
 
 
 def _tolerant_streams() -> None:
