@@ -1,23 +1,48 @@
 """Command line: `advisor recommend`, `advisor audit`, `advisor presets`, `advisor rules`, `advisor facts`.
 
-Exit status: 0 on success; 1 when no layout fits (recommend) or the audit has an error finding;
-2 on bad input (the message names the field, what was given and what is wanted).
+Exit status (EXIT_STATUS; docs/user-guide.md lists it too): 0 on success; 1 when no layout fits
+(recommend) or the audit has an error finding; 2 on bad input (the message names the field, what
+was given and what is wanted); 3 on an internal error (one line, no traceback unless --debug or
+ADVISOR_DEBUG=1); 4 when the output cannot be written (disk full); 130 on SIGINT. When the reader
+closes the pipe early (`advisor rules | head -1`) the rest of the output is dropped quietly and the
+status is the command's own.
+With --json (or --format json) an error is also written to stdout as {"error": {...}} (_error_object).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from pydantic import ValidationError
 
 from .errors import AdvisorError
 
-__all__ = ["main"]
+__all__ = ["main", "EXIT_STATUS"]
 
 
 FORMATS = ("text", "json", "megatron", "deepspeed", "torchtitan")
+
+# The launch-config formats each framework runs (tests/test_audit_export_contract.py FORMATS):
+# Megatron-DeepSpeed takes Megatron's model and TP/PP flags plus the DeepSpeed JSON.
+FRAMEWORK_FORMATS = {
+    "megatron": ("megatron",),
+    "megatron+deepspeed": ("megatron", "deepspeed"),
+    "deepspeed": ("deepspeed",),
+    "torchtitan": ("torchtitan",),
+}
+
+EXIT_STATUS = {
+    0: "success: a layout was recommended, the audit found no error, or a listing was printed",
+    1: "no layout fits (recommend), or the audit found at least one error",
+    2: "bad input or usage: the message names the field, what was given and what is wanted",
+    3: "internal error in advisor (one line; --debug or ADVISOR_DEBUG=1 shows the traceback): please report",
+    4: "the output could not be written (e.g. disk full)",
+    130: "interrupted (SIGINT)",
+}
+EXIT_INTERNAL, EXIT_OUTPUT, EXIT_INTERRUPTED = 3, 4, 130
 
 
 def _situation_args(r: argparse.ArgumentParser) -> None:
@@ -39,23 +64,57 @@ def _situation_args(r: argparse.ArgumentParser) -> None:
                         "megatron_main_grad_bytes=2 or tp_comm_overlap=true; repeatable")
     r.add_argument("--json", action="store_true", help="same as --format json")
     r.add_argument("--format", choices=FORMATS, default="text",
-                   help="text, JSON, or a launch config for Megatron-LM, DeepSpeed or torchtitan")
+                   help="text, JSON, or a launch config for Megatron-LM, DeepSpeed or torchtitan. "
+                        "recommend writes a launch config only in a format the recommended layout's "
+                        "framework runs (megatron: megatron; deepspeed: deepspeed; megatron+deepspeed: "
+                        "megatron or deepspeed; torchtitan: torchtitan), else exits 2")
+    _debug_arg(r)
+
+
+def _debug_arg(p: argparse.ArgumentParser) -> None:
+    # Declared so argparse accepts it; main() reads it from argv, since an error can precede parsing.
+    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                   help="print the traceback of an error (also: ADVISOR_DEBUG=1)")
+
+
+class UsageError(Exception):
+    """argparse's usage error, raised instead of exiting so that main() reports it like the others."""
+
+    def __init__(self, message: str, usage: str, field: str | None = None):
+        self.usage, self.field = usage, field
+        super().__init__(message)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        field = message.split(":", 1)[0].removeprefix("argument ").split("/")[0] \
+            if message.startswith("argument ") else None
+        raise UsageError(message, self.format_usage(), field)
+
+
+def _epilog() -> str:
+    return "exit status:\n" + "\n".join(f"  {code:<4} {text}" for code, text in EXIT_STATUS.items())
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="advisor", description="Recommend and explain LLM training parallelism.")
+    p = _Parser(prog="advisor", description="Recommend and explain LLM training parallelism.", epilog=_epilog(),
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    _debug_arg(p)
+    _with_exit_status = {"epilog": _epilog(), "formatter_class": argparse.RawDescriptionHelpFormatter}
     sub = p.add_subparsers(dest="command", required=True)
 
-    r = sub.add_parser("recommend", help="recommend a layout for a model on a cluster")
+    r = sub.add_parser("recommend", help="recommend a layout for a model on a cluster", **_with_exit_status)
     _situation_args(r)
     r.add_argument("--micro-batch", type=int, help="sequences per GPU per forward pass (default: 1)")
     r.add_argument("--explain", choices=["summary", "full"], default="summary", help="detail of the text output")
 
-    e = sub.add_parser("explain", help="recommend, and tell the whole decision: story, trace, why rules did not fire")
+    e = sub.add_parser("explain", help="recommend, and tell the whole decision: story, trace, why rules did not fire",
+                       **_with_exit_status)
     _situation_args(e)
     e.add_argument("--micro-batch", type=int, help="sequences per GPU per forward pass (default: chosen)")
 
-    a = sub.add_parser("audit", help="check a layout: what the frameworks refuse, what is unwise, and why")
+    a = sub.add_parser("audit", help="check a layout: what the frameworks refuse, what is unwise, and why",
+                       **_with_exit_status)
     _situation_args(a)
     a.add_argument("--framework", choices=["megatron", "deepspeed", "megatron+deepspeed", "torchtitan"],
                    default="megatron")
@@ -73,8 +132,9 @@ def _parser() -> argparse.ArgumentParser:
 
     pr = sub.add_parser("presets", help="list GPU and model presets")
     pr.add_argument("--json", action="store_true")
-    sub.add_parser("rules", help="list the built-in rules (id, tier, title)")
-    sub.add_parser("facts", help="list the facts rule conditions may use")
+    _debug_arg(pr)
+    _debug_arg(sub.add_parser("rules", help="list the built-in rules (id, tier, title)"))
+    _debug_arg(sub.add_parser("facts", help="list the facts rule conditions may use"))
     return p
 
 
@@ -105,6 +165,19 @@ def _export(fmt: str, layout, model, training, cluster) -> str:
     return export.torchtitan_toml(layout, model, training, cluster)
 
 
+def _check_format(fmt: str, framework: str) -> None:
+    """Refuse a launch config the recommended layout's framework does not run: the exporter would
+    otherwise judge the layout by another framework's limits (a DeepSpeed offload layout "fails"
+    as Megatron flags)."""
+    runs = FRAMEWORK_FORMATS.get(framework, ())
+    if fmt not in runs:
+        from .errors import InputError
+
+        raise InputError("--format", fmt, f"a format framework {framework!r} runs: {' or '.join(runs)}",
+                         f"the recommended layout is for {framework}; print it with --format {runs[0]} "
+                         f"(or --json), or choose the framework with a site rule (use_framework)")
+
+
 def _assumptions(items: list[str]):
     """--assume NAME=VALUE pairs as Assumptions; VALUE is read as JSON (2, 0.5, true, ["mlp"]) or else
     taken as a string."""
@@ -118,11 +191,29 @@ def _assumptions(items: list[str]):
         name, sep, text = item.partition("=")
         if not sep or not name:
             raise InputError("--assume", item, "NAME=VALUE, e.g. megatron_main_grad_bytes=2")
-        try:
-            values[name.strip()] = json.loads(text)
-        except json.JSONDecodeError:
-            values[name.strip()] = text
+        values[name.strip()] = _assumption_value(item, text)
     return Assumptions(**values)
+
+
+def _assumption_value(item: str, text: str):
+    """VALUE of --assume as JSON, refusing the non-standard Infinity/NaN Python's json reads (and
+    1e999, which overflows to inf): no cost-model knob is meaningful at infinity."""
+    import math
+
+    from .errors import InputError
+
+    def finite(literal: str) -> float:
+        number = float(literal)
+        if not math.isfinite(number):
+            raise InputError("--assume", item, "a finite number, e.g. gemm_overhead=1.1")
+        return number
+
+    try:
+        return json.loads(text, parse_float=finite, parse_constant=finite)
+    except json.JSONDecodeError:
+        return text
+    except RecursionError:          # '[[[[...' thousands deep
+        raise InputError("--assume", item[:80] + "...", "a JSON value nested at most a few levels deep") from None
 
 
 def _recommend(args) -> int:
@@ -133,11 +224,12 @@ def _recommend(args) -> int:
                     assumptions=_assumptions(args.assume))
     fmt = "json" if args.json else args.format
     if fmt == "json":
-        print(rec.model_dump_json(indent=2))
+        _emit(rec.model_dump_json(indent=2), as_json=True)
     elif fmt == "text" or rec.layout is None:
-        print(rec.explain(args.explain))
+        _emit(rec.explain(args.explain))
     else:
-        print(_export(fmt, rec.layout, rec.model, rec.training, rec.cluster))
+        _check_format(fmt, rec.layout.framework)
+        _emit(_export(fmt, rec.layout, rec.model, rec.training, rec.cluster))
     return 0 if rec.status == "recommended" else 1
 
 
@@ -158,11 +250,11 @@ def _audit(args) -> int:
                    assumptions=_assumptions(args.assume))
     fmt = "json" if args.json else args.format
     if fmt == "json":
-        print(report.model_dump_json(indent=2))
+        _emit(report.model_dump_json(indent=2), as_json=True)
     elif fmt == "text" or not report.ok:
-        print(report.explain())
+        _emit(report.explain())
     else:
-        print(_export(fmt, report.layout, report.model, report.training, report.cluster))
+        _emit(_export(fmt, report.layout, report.model, report.training, report.cluster))
     return 0 if report.ok else 1
 
 
@@ -170,20 +262,21 @@ def _presets(args) -> int:
     from .inputs import presets
 
     if args.json:
-        print(json.dumps({"gpus": presets.gpu_entries(), "models": presets.model_entries()}, indent=2))
+        _emit(json.dumps({"gpus": presets.gpu_entries(), "models": presets.model_entries()}, indent=2), as_json=True)
         return 0
-    print("GPUs:")
+    lines = ["GPUs:"]
     for e in presets.gpu_entries():
         aliases = f" (aliases: {', '.join(e['aliases'])})" if e.get("aliases") else ""
-        print(f"  {e['name']:<16} {e['memory']:>9}  {e['peak_flops']:>15} dense  "
-              f"{e.get('gpus_per_node', 8)}/node{aliases}")
+        lines.append(f"  {e['name']:<16} {e['memory']:>9}  {e['peak_flops']:>15} dense  "
+                     f"{e.get('gpus_per_node', 8)}/node{aliases}")
     from .inputs.specs import Model
 
-    print("Models:")
+    lines.append("Models:")
     for e in presets.model_entries():
         size = f"{Model.preset(e['name']).params / 1e9:.1f}B"
-        print(f"  {e['name']:<16} {size:>7}  layers {e['layers']:>3}  hidden {e['hidden']:>5}  "
-              f"heads {e['heads']:>3}/{e.get('kv_heads', e['heads'])}")
+        lines.append(f"  {e['name']:<16} {size:>7}  layers {e['layers']:>3}  hidden {e['hidden']:>5}  "
+                     f"heads {e['heads']:>3}/{e.get('kv_heads', e['heads'])}")
+    _emit("\n".join(lines))
     return 0
 
 
@@ -191,60 +284,240 @@ def _rules(_args) -> int:
     from .rulebook.load import builtin_rulebook
 
     book = builtin_rulebook()
-    print(f"{len(book.rules)} rules from {book.root} ({book.revision})")
-    for rule in book.rules.values():
-        print(f"  {rule.spec.tier:<10} {rule.id:<46} {rule.spec.title}")
+    lines = [f"{len(book.rules)} rules from {book.root} ({book.revision})"]
+    lines += [f"  {rule.spec.tier:<10} {rule.id:<46} {rule.spec.title}" for rule in book.rules.values()]
+    _emit("\n".join(lines))
     return 0
 
 
 def _facts(_args) -> int:
     from .facts import CATALOGUE
 
-    for spec in CATALOGUE.values():
-        print(f"  {spec.name:<30} {spec.type.__name__:<5} {spec.doc}")
+    _emit("\n".join(f"  {spec.name:<30} {spec.type.__name__:<5} {spec.doc}" for spec in CATALOGUE.values()))
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+# ------------------------------------------------------------------------------------------------
+# Output, and every way a run can end (EXIT_STATUS)
+
+
+class _OutputError(Exception):
+    """Writing stdout failed for a reason other than a closed pipe (ENOSPC, EIO)."""
+
+    def __init__(self, error: OSError):
+        self.error = error
+        super().__init__(str(error))
+
+
+def _emit(text: str, as_json: bool = False) -> None:
+    """Write one result to stdout. JSON stays valid JSON on a non-UTF-8 stdout (non-ASCII characters
+    become \\u escapes); text gets backslash escapes from the stream (_tolerant_streams). A reader that
+    has gone away silences the rest of the output instead of failing the run."""
+    out = sys.stdout
+    if out is None:                         # started with stdout closed (`advisor rules >&-`)
+        import errno
+
+        raise _OutputError(OSError(errno.EBADF, "stdout is closed"))
+    if as_json and not _encodes(out, text):
+        import re
+
+        text = re.sub(r"[^\x00-\x7f]+", lambda m: json.dumps(m.group())[1:-1], text)
     try:
-        return _main(argv)
+        out.write(text + "\n")
     except BrokenPipeError:
-        # `advisor rules | head`: the reader went away; exit quietly like other Unix tools.
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+        _silence_stdout()
+    except OSError as exc:
+        raise _OutputError(exc) from None
 
 
-def _validation_text(exc: ValidationError) -> str:
+def _encodes(out, text: str) -> bool:
+    encoding = (getattr(out, "encoding", None) or "utf-8").lower().replace("-", "").replace("_", "")
+    if encoding == "utf8":
+        return True
+    try:
+        text.encode(getattr(out, "encoding", None) or "utf-8")
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
+
+
+def _flush() -> None:
+    if sys.stdout is None:
+        return
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+    except OSError as exc:
+        raise _OutputError(exc) from None
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's own flush at exit cannot fail (and print
+    'Exception ignored ...') on the bytes still buffered."""
+    try:
+        target = sys.stdout.fileno()
+        null = os.open(os.devnull, os.O_WRONLY)
+    except (OSError, ValueError, AttributeError):       # no file descriptor (an in-process StringIO)
+        return
+    try:
+        os.dup2(null, target)
+    except OSError:
+        pass
+    finally:
+        os.close(null)
+
+
+def _tolerant_streams() -> None:
+    """An ASCII or Latin-1 terminal (PYTHONIOENCODING=ascii) gets `\\u2265` for `≥` rather than a
+    UnicodeEncodeError; the interpreter's default for stdout is errors="strict"."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, OSError, ValueError):   # not a TextIOWrapper, or already closed
+            pass
+
+
+def _say(line: str) -> None:
+    """A message on stderr; a stderr that cannot be written must not turn an error into a crash."""
+    if sys.stderr is None:                  # closed (`2>&-`); print(file=None) would write to stdout
+        return
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
+def _wants_json(argv: list[str]) -> bool:
+    """Whether errors go to stdout as JSON too: --json (or an abbreviation argparse accepts), or a
+    last --format of json; read from argv since a usage error leaves no parsed arguments."""
+    flag, fmt = False, None
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            break
+        flag = flag or len(arg) >= 3 and "--json".startswith(arg)
+        if arg.startswith("--format="):
+            fmt = arg.partition("=")[2]
+        elif arg == "--format" and i + 1 < len(argv):
+            fmt = argv[i + 1]
+    return flag or fmt == "json"
+
+
+def _jsonable(value):
+    """`value` when JSON writes it as standard JSON, else its repr (inf, NaN, objects, sets)."""
+    try:
+        json.dumps(value, allow_nan=False)
+        return value
+    except (TypeError, ValueError, RecursionError):
+        try:
+            return repr(value)
+        except Exception:               # a repr that raises or recurses: the type is all we can say
+            return f"<{type(value).__name__}>"
+
+
+def _validation_items(exc: ValidationError) -> list[tuple[dict, str]]:
     """pydantic's errors in advisor's have/want form (errors.InputError), one per invalid field,
-    without pydantic's documentation links."""
-    parts = []
+    without pydantic's documentation links: (fields for the JSON object, text for stderr)."""
+    items = []
     for err in exc.errors(include_url=False):
         ours = (err.get("ctx") or {}).get("error")
         if isinstance(ours, AdvisorError):          # raised by advisor's own validators: already have/want
-            parts.append(str(ours))
+            items.append(({k: getattr(ours, k, None) for k in ("field", "have", "want", "hint")}, str(ours)))
             continue
         where = ".".join(str(p) for p in err["loc"])
         field = f"{exc.title}.{where}" if where else exc.title
-        parts.append(f"{field}: invalid value\n  have: {err.get('input')!r}\n  want: {err['msg']}")
-    return "\n".join(parts)
+        have = err.get("input")
+        items.append(({"field": field, "have": have, "want": err["msg"], "hint": None},
+                      f"{field}: invalid value\n  have: {have!r}\n  want: {err['msg']}"))
+    return items
 
 
-def _main(argv: list[str] | None) -> int:
+def _validation_text(exc: ValidationError) -> str:
+    return "\n".join(text for _fields, text in _validation_items(exc))
+
+
+def _error_object(exc: BaseException, code: int, message: str) -> dict:
+    """The JSON error object: {"error": {"type", "exit_code", "message", "field", "have", "want",
+    "hint"}}, plus "path" and "rule_id" for a RuleFileError and "errors" (one per field) for a
+    pydantic ValidationError. Fields an error does not have are null."""
+    obj = {"type": type(exc).__name__, "exit_code": code, "message": message,
+           "field": None, "have": None, "want": None, "hint": None}
+    if isinstance(exc, ValidationError):
+        errors = [{k: _jsonable(v) for k, v in fields.items()} for fields, _text in _validation_items(exc)]
+        obj.update(errors[0] if errors else {})
+        obj["errors"] = errors
+    else:
+        for key in ("field", "have", "want", "hint", "path", "rule_id"):
+            if hasattr(exc, key):
+                obj[key] = _jsonable(getattr(exc, key))
+    return {"error": obj}
+
+
+def _fail(exc: BaseException, code: int, message: str, *, as_json: bool, debug: bool,
+          prefix: str | None = "error") -> int:
+    """Report an error on stderr (and as JSON on stdout under --json); return the exit status."""
+    if debug:
+        import traceback
+
+        traceback.print_exception(exc)
+    _say(f"advisor: {prefix}: {message}" if prefix else f"advisor: {message}")
+    if as_json:
+        try:
+            _emit(json.dumps(_error_object(exc, code, message), indent=2, ensure_ascii=True))
+            _flush()
+        except _OutputError:
+            pass
+    return code
+
+
+def _internal(exc: BaseException) -> str:
+    """One line: the type and the first line of the message, bounded (a message can hold a 1 GB repr)."""
+    first = (str(exc).strip().splitlines() or [""])[0]
+    first = first if len(first) <= 300 else first[:300] + "..."
+    return f"{type(exc).__name__}{': ' + first if first else ''} (please report)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command line; return its exit status (EXIT_STATUS). Never raises and never prints a
+    traceback unless --debug or ADVISOR_DEBUG=1 (`--help` and usage errors return 0 and 2)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    _tolerant_streams()
+    kw = {"as_json": _wants_json(argv),
+          "debug": "--debug" in argv or os.environ.get("ADVISOR_DEBUG", "") not in ("", "0")}
+    try:
+        try:
+            code = _main(argv)
+        except SystemExit as exc:               # --help; argparse's own exits
+            code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 2
+        _flush()
+        return code
+    except _OutputError as exc:
+        _silence_stdout()
+        return _fail(exc.error, EXIT_OUTPUT, f"cannot write the output: {exc.error}", as_json=False, debug=kw["debug"])
+    except BrokenPipeError:                     # a write outside _emit (argparse's help)
+        _silence_stdout()
+        return 0
+    except KeyboardInterrupt as exc:
+        return _fail(exc, EXIT_INTERRUPTED, "interrupted", prefix=None, **kw)
+    except UsageError as exc:
+        _say(exc.usage.rstrip())
+        kw["debug"] = False                     # a usage error's traceback shows argparse, not the cause
+        return _fail(exc, 2, str(exc), **kw)
+    except ValidationError as exc:
+        return _fail(exc, 2, _validation_text(exc), **kw)
+    except AdvisorError as exc:
+        return _fail(exc, 2, str(exc), **kw)
+    except BaseException as exc:                # a bug (or pyo3's PanicException, a BaseException)
+        return _fail(exc, EXIT_INTERNAL, _internal(exc), prefix="internal error", **kw)
+
+
+def _main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.command == "explain":
         args.explain = "full"
     handler = {"recommend": _recommend, "explain": _recommend, "audit": _audit, "presets": _presets,
                "rules": _rules, "facts": _facts}[args.command]
-    try:
-        return handler(args)
-    except ValidationError as exc:
-        print(f"advisor: error: {_validation_text(exc)}", file=sys.stderr)
-        return 2
-    except AdvisorError as exc:
-        print(f"advisor: error: {exc}", file=sys.stderr)
-        return 2
+    return handler(args)
 
 
 if __name__ == "__main__":  # pragma: no cover
