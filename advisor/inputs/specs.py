@@ -15,6 +15,7 @@ from ..errors import InputError
 from . import presets
 from .architecture import count_parameters
 from .hf import model_fields_from_hf_config
+from .screen import screen
 from .units import to_bytes, to_bytes_per_second, to_count, to_flops_per_second, to_tokens
 
 __all__ = ["GPU", "Cluster", "MLA", "Model", "Training", "Precision", "resolve_training"]
@@ -41,6 +42,11 @@ MAX_PARAMS = 10**15         # 1,000x the largest models trained; keeps every fac
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _screen(cls, data: Any) -> Any:
+        return screen(cls, data)
 
 
 class GPU(_Frozen):
