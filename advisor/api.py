@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ._version import __version__
-from .auditor import layout_errors, layout_findings
+from .auditor import call_options, layout_errors, layout_findings
 from .costmodel.assumptions import as_assumptions
 from .facts import build_facts, zero_only_fits
 from .inputs.coerce import as_cluster, as_model, as_training
@@ -50,6 +50,7 @@ def recommend_with_ranking(cluster: Any, model: Any, training: Any = None, *, ru
 
 def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path, ...], engine: str | None,
                assumptions: Any, keep_ranking: bool):
+    rules, engine = call_options(rules, engine)
     cluster, model = as_cluster(cluster), as_model(model)
     training, notes = resolve_training(model, as_training(training))
     assumptions = as_assumptions(assumptions)
@@ -57,7 +58,7 @@ def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path,
     if changed:
         notes = [*notes, "cost-model assumptions differ from the defaults: "
                  + ", ".join(f"{k}={v!r}" for k, v in changed.items())]
-    book = rulebook_for(tuple(rules))
+    book = rulebook_for(rules)
     facts = build_facts(cluster, model, training)
     fired, engine_name = evaluate_rules(book, facts, engine)
 
