@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..inputs.bounds import MAX_EXPERTS, MAX_PARAMS
 from ..inputs.coerce import coerce
 
 __all__ = ["Assumptions", "GiB", "RecomputeModule", "as_assumptions"]
@@ -44,11 +45,9 @@ logits take twice that (a copy plus its upcast)."""
 MAX_STATE_BYTES = 64.0
 """Most optimizer-state bytes per parameter: 16 fp32 values (Adam keeps 3, master + m + v = 12 B)."""
 StateBytes = Annotated[float, Field(strict=True, ge=0, le=MAX_STATE_BYTES)]
-MAX_EXPERTS = 65_536
-"""moe_load_imbalance's ceiling: every token on one expert rank is `experts` times the average, and
-Model.experts is at most 65,536."""
-MAX_PARAMS = 10**15
-"""DeepSpeed's bucket in elements: at most Model's parameter bound (it is capped at the rank's own)."""
+# moe_load_imbalance's ceiling: every token on one expert rank is `experts` times the average, and
+# Model.experts is at most MAX_EXPERTS. DeepSpeed's bucket, in elements, is at most Model's parameter
+# bound MAX_PARAMS (it is capped at the rank's own parameters anyway).
 MAX_RESERVED_BYTES = 1 << 40
 """Most bytes of a fixed per-GPU reserve (CUDA context, NCCL buffers): 1 TiB, more than any GPU's memory."""
 MAX_HOST_BUFFER_FACTOR = 100.0

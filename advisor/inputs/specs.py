@@ -14,6 +14,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from ..errors import InputError
 from . import presets
 from .architecture import count_parameters
+from .bounds import MAX_DIM, MAX_EXPERTS, MAX_GPUS, MAX_LAYERS, MAX_PARAMS
 from .hf import model_fields_from_hf_config
 from .screen import screen
 from .units import to_bytes, to_bytes_per_second, to_count, to_flops_per_second, to_tokens
@@ -33,11 +34,6 @@ FlopRate = Annotated[float, _unit(to_flops_per_second, "peak_flops")]
 Tokens = Annotated[int, _unit(to_tokens, "seq_len")]
 Count = Annotated[int, _unit(to_count, "params")]
 
-# Bounds that keep every derived number inside int64 for the rule engine (durable_rules compares
-# ints >= 2**64 wrongly; research/durable-rules.md §4.3) and reject absurd inputs with a message.
-MAX_GPUS = 1 << 20
-MAX_DIM = 1 << 20
-MAX_PARAMS = 10**15         # 1,000x the largest models trained; keeps every fact inside int64
 
 
 class _Frozen(BaseModel):
@@ -161,7 +157,7 @@ class Model(_Frozen):
     """
 
     name: str = "custom"
-    layers: int = Field(ge=1, le=100_000)
+    layers: int = Field(ge=1, le=MAX_LAYERS)
     hidden: int = Field(ge=1, le=MAX_DIM)
     heads: int = Field(ge=1, le=MAX_DIM)
     kv_heads: int | None = Field(None, ge=1, le=MAX_DIM)
@@ -185,14 +181,14 @@ class Model(_Frozen):
     --qk-layernorm): 2 x head_dim weights per layer (x2 for LayerNorm's bias), replicated over TP."""
     embedding_norm: bool = False
     """A norm right after the token embedding (BLOOM's word_embeddings_layernorm)."""
-    experts: int = Field(1, ge=1, le=65_536)
+    experts: int = Field(1, ge=1, le=MAX_EXPERTS)
     """Routed experts per MoE layer; 1 means a dense model."""
-    experts_per_token: int = Field(1, ge=1, le=65_536)
+    experts_per_token: int = Field(1, ge=1, le=MAX_EXPERTS)
     """Routed experts each token visits (top-k)."""
     shared_experts: int = Field(0, ge=0, le=1024)
     moe_ffn_hidden: int | None = Field(None, ge=1, le=MAX_DIM * 8)
     """Inner size of one expert; None means ffn_hidden."""
-    dense_layers: int = Field(0, ge=0, le=100_000)
+    dense_layers: int = Field(0, ge=0, le=MAX_LAYERS)
     """Leading layers that use the dense MLP in an MoE model (DeepSeek-V3: 3)."""
     moe_layer_freq: int = Field(1, ge=1, le=1000)
     """Every n-th layer after the dense ones is MoE (1 = all of them)."""
