@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ._version import __version__
-from .auditor import call_options, layout_errors, layout_findings
+from .auditor import call_options, changed_for_trace, check_finite, layout_errors, layout_findings
 from .costmodel.assumptions import as_assumptions
 from .facts import build_facts, zero_only_fits
 from .inputs.coerce import as_cluster, as_model, as_training
@@ -76,6 +76,7 @@ def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path,
                   assumptions=assumptions)
     findings = []
     if result.layout is not None:
+        check_finite(result.estimate, result.layout.id)     # never recommend an infinite step time
         findings, _ = layout_findings(book, cluster, model, training, result.layout, result.estimate.memory, engine,
                                       zero_only_fits(cluster, model, result.layout, training, assumptions))
     events += [TraceEvent(seq=seq, op=e.op, message=e.message, candidate=e.candidate, rule_id=e.rule_id,
@@ -88,7 +89,7 @@ def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path,
                                          "per GPU"))
     status = "recommended" if result.layout is not None else "infeasible"
     trace = Trace(decision="recommend", advisor_version=__version__, engine=engine_name, ruleset_revision=book.revision,
-                  input=input_summary(cluster, model, training, tuple(rules), changed),
+                  input=input_summary(cluster, model, training, tuple(rules), changed_for_trace(assumptions)),
                   result={"status": status, "framework": result.framework if result.layout else None,
                           "layout": result.layout.id if result.layout else None},
                   events=events, not_fired=not_fired_events(book, facts, fired, "situation"))

@@ -8,13 +8,14 @@ layout still yields all of its findings instead of stopping at the first.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
 from ._version import __version__
 from .costmodel import estimate, memory_only
 from .costmodel.assumptions import as_assumptions
-from .errors import EngineError, InputError, UnknownEngineError
+from .errors import EngineError, EstimateError, InputError, UnknownEngineError
 from .facts import build_layout_facts, zero_only_fits
 from .inputs.coerce import (ENGINE_WANT, as_cluster, as_engine_name, as_layout, as_model, as_rule_paths, as_training,
                             resolve_layout)
@@ -28,7 +29,28 @@ from .rulebook.load import RuleBook, render_message
 from .rulebook.engines import select_engine
 from .rulebook.session import evaluate_rules, rulebook_for
 
-__all__ = ["audit", "layout_errors", "layout_findings", "call_options"]
+__all__ = ["audit", "layout_errors", "layout_findings", "call_options", "check_finite", "changed_for_trace"]
+
+
+def changed_for_trace(assumptions) -> dict:
+    """The assumptions that differ from the defaults, as the trace's JSON reads them back (tuples as
+    lists), so that a result equals its own JSON round trip."""
+    if assumptions is None:
+        return {}
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in assumptions.changed().items()}
+
+
+def _bad_numbers(model, prefix: str = "") -> list[str]:
+    return [prefix + name for name, v in model.__dict__.items() if type(v) is float and not 0.0 <= v < math.inf]
+
+
+def check_finite(est, layout_id: str) -> None:
+    """EstimateError unless every float of `est` (its times, rates and ratios, each DP/TP/... term)
+    is finite and not negative: a guard behind the input bounds, so that no result carries one."""
+    bad = _bad_numbers(est) + [n for dim, terms in est.comm.__dict__.items() for n in _bad_numbers(terms, f"comm.{dim}.")]
+    if bad:
+        raise EstimateError(f"the estimate of {layout_id} has non-finite or negative {', '.join(bad)}: "
+                            "a bug in advisor's input bounds; please report it with the inputs")
 
 
 def call_options(rules: Any, engine: Any) -> tuple[tuple, str | None]:
@@ -144,6 +166,8 @@ def audit(cluster: Any, model: Any, layout: Any, training: Any = None, *, rules:
     est, note = _audit_estimate(cluster, model, layout, training, assumptions)
     if note:
         notes = [*notes, note]
+    if est is not None:
+        check_finite(est, layout.id)
     facts, fired, engine_name = _judged(book, cluster, model, training, layout, est.memory if est else None, engine,
                                         zero_only_fits(cluster, model, layout, training, assumptions), trusted=False)
     findings = _findings(book, facts, fired)
@@ -162,7 +186,7 @@ def _audit_trace(book: RuleBook, cluster: Cluster, model: Model, training: Train
     events = [TraceEvent(seq=i, op="input", message=note) for i, note in enumerate(notes, 1)]
     # layout rules report findings only: the Decisions they fold into are not read
     events += fired_events(book, fired, facts, Decisions(), len(events) + 1)
-    summary = input_summary(cluster, model, training, tuple(rules), assumptions.changed() if assumptions else {})
+    summary = input_summary(cluster, model, training, tuple(rules), changed_for_trace(assumptions))
     summary["layout"] = layout.id          # Layout.parse reads it back, framework included
     errors = [f.rule_id for f in findings if f.severity == "error"]
     warnings = [f.rule_id for f in findings if f.severity == "warning"]

@@ -18,6 +18,7 @@ __all__ = [
     "RuleFileError",
     "EngineError",
     "UnknownEngineError",
+    "EstimateError",
     "bounded_repr",
 ]
 
@@ -105,3 +106,9 @@ class EngineError(AdvisorError, RuntimeError):
 class UnknownEngineError(InputError, EngineError):
     """`engine=` names no engine that runs here: the caller's input (an InputError naming `engine`,
     so a ValueError) and, as it always was, an EngineError."""
+
+
+class EstimateError(AdvisorError, ArithmeticError):
+    """The cost model gave a time, rate or ratio that is not finite, or is negative, for inputs that
+    passed validation: the input bounds should make that impossible, so it is a bug to report (with
+    the inputs); advisor raises it rather than recommend or report such a number."""
