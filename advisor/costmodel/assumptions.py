@@ -124,10 +124,11 @@ class Assumptions(BaseModel):
     row-parallel GEMMs more than the measurements do. Calibrated (scan in
     benchmarks/calibrate_throughput.py)."""
 
-    flash_causal_fraction: float = Field(0.5, strict=True, gt=0, le=1)
+    flash_causal_fraction: float = Field(0.5, strict=True, ge=0.5, le=1)
     """Share of the s x s attention-score FLOPs a causal FlashAttention kernel executes (it skips fully
     masked blocks; Dao 2023, FlashAttention-2 §3.1). Model FLOPs for MFU still count the full s^2, as
-    Narayanan et al. 2021 Eq. 3 and Megatron-LM's MFU do."""
+    Narayanan et al. 2021 Eq. 3 and Megatron-LM's MFU do. At least 0.5: a causal kernel computes the
+    whole lower triangle, (s + 1) / 2s of the scores; less would price attention below its FLOPs."""
 
     hbm_efficiency: float = Field(0.8, strict=True, ge=MIN_EFFICIENCY, le=1)
     """Fraction of the HBM bandwidth that memory-bound kernels (non-flash softmax/dropout, Adam step)
@@ -230,9 +231,10 @@ class Assumptions(BaseModel):
     token dropping, Megatron's default). Raise it for memory headroom on real routing."""
 
     # ---------------------------------------------------------------- memory: buffers and reserve
-    deepspeed_bucket_elements: float = Field(5e8, strict=True, ge=0, le=MAX_PARAMS)
+    deepspeed_bucket_elements: float = Field(5e8, strict=True, ge=1, le=MAX_PARAMS)
     """DeepSpeed ZeRO-1/2 contiguous-gradient (IPG) reduce bucket, in elements: `reduce_bucket_size`
-    default 5e8 (DeepSpeed docs, config-json "ZeRO optimizations"); capped at the rank's parameters."""
+    default 5e8 (DeepSpeed docs, config-json "ZeRO optimizations"); capped at the rank's parameters. At
+    least 1: the reduction runs one call per bucket, so an empty bucket would mean infinitely many."""
 
     cuda_context_bytes: int = Field(1 * GiB, strict=True, ge=0, le=MAX_RESERVED_BYTES)
     """CUDA context, cuBLAS/cuDNN workspaces and kernels loaded by PyTorch. Assumption: ~1 GiB on

@@ -36,6 +36,9 @@ Count = Annotated[int, _unit(to_count, "params")]
 
 
 
+MAX_FP8_SPEEDUP = 3.0
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
@@ -74,6 +77,13 @@ class GPU(_Frozen):
             raise InputError("GPU.memory", self.memory, "at least 1 GiB", 'write the unit, e.g. "80 GiB"')
         if self.peak_flops < 1e12:
             raise InputError("GPU.peak_flops", self.peak_flops, "at least 1 TFLOP/s", 'write the unit, e.g. "989 TFLOP/s"')
+        # Dense FP8 runs at 2x the dense 16-bit rate on every part with FP8 tensor cores (H100, H200,
+        # L40S, B200, MI300X: 2.0-2.02x); 3x leaves room for a new part and catches the common slip,
+        # the sparse FP8 figure (4x), which would price every FP8 GEMM at twice what it runs at.
+        if self.peak_flops_fp8 is not None and self.peak_flops_fp8 > MAX_FP8_SPEEDUP * self.peak_flops:
+            raise InputError("GPU.peak_flops_fp8", self.peak_flops_fp8,
+                             f"at most {MAX_FP8_SPEEDUP:g}x peak_flops ({self.peak_flops:.4g} FLOP/s)",
+                             "the dense FP8 peak, without sparsity (2x the dense 16-bit peak on current parts)")
         return self
 
 
