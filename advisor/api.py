@@ -25,14 +25,17 @@ from .rulebook.session import evaluate_rules, rulebook_for
 
 __all__ = ["recommend", "recommend_with_ranking"]
 
+RulePaths = str | Path | tuple[str | Path, ...] | list[str | Path] | None
 
-def recommend(cluster: Any, model: Any, training: Any = None, *, rules: tuple[str | Path, ...] = (),
+
+def recommend(cluster: Any, model: Any, training: Any = None, *, rules: RulePaths = (),
               engine: str | None = None, assumptions: Any = None) -> Recommendation:
     """Recommend a parallel layout for training `model` on `cluster`, with the reasons.
 
     `cluster`, `model` and `training` accept the advisor objects, dicts of their fields, and (for the
-    model) preset names. `rules` adds site rule files after the built-in ones. `engine` forces
-    "durable" or "python" (default: the ADVISOR_ENGINE variable, else durable where it imports).
+    model) preset names. `rules` adds site rule files after the built-in ones (one path, or a tuple or
+    list of paths). `engine` forces "durable" or "python" (default: the ADVISOR_ENGINE variable, else
+    durable where it imports).
     `assumptions` (an advisor.Assumptions or a dict of its fields) describes how your
     framework runs (e.g. NeMo 1.x's bf16 gradient buffers: {"megatron_main_grad_bytes": 2}); every
     estimate behind the choice uses it, and the trace lists what differs from the defaults.
@@ -40,7 +43,7 @@ def recommend(cluster: Any, model: Any, training: Any = None, *, rules: tuple[st
     return _recommend(cluster, model, training, rules, engine, assumptions, keep_ranking=False)[0]
 
 
-def recommend_with_ranking(cluster: Any, model: Any, training: Any = None, *, rules: tuple[str | Path, ...] = (),
+def recommend_with_ranking(cluster: Any, model: Any, training: Any = None, *, rules: RulePaths = (),
                            engine: str | None = None, assumptions: Any = None):
     """`recommend()`, plus every layout that fit, best first, as (Layout, Estimate) pairs. Slower:
     it tries the virtual-stage and micro-batch variants of every shape, where `recommend` stops at

@@ -65,6 +65,7 @@ def call_options(rules: Any, engine: Any) -> tuple[tuple, str | None]:
             raise UnknownEngineError("engine", name, ENGINE_WANT, str(exc)) from None
     return paths, name
 
+
 # The InputErrors the cost model raises for a layout's shape (costmodel.context.resolve): the degrees
 # do not multiply to the GPU count, etp*ep*pp does not divide it, the batch does not split. The audit
 # reports those as findings; any other error is the caller's input (or a bug) and propagates.
@@ -147,7 +148,8 @@ def layout_errors(book: RuleBook, cluster: Cluster, model: Model, training: Trai
             for rule_id, rule, action in _finding_actions(book, fired) if action.severity == "error"]
 
 
-def audit(cluster: Any, model: Any, layout: Any, training: Any = None, *, rules: tuple[str | Path, ...] = (),
+def audit(cluster: Any, model: Any, layout: Any, training: Any = None, *,
+          rules: str | Path | tuple[str | Path, ...] | list[str | Path] | None = (),
           engine: str | None = None, assumptions: Any = None) -> Audit:
     """Every finding about `layout` at once: errors (the framework would refuse or crash), warnings
     (legal but unwise) and notes, each with the formula and its values, a fix and references, and a
@@ -155,7 +157,8 @@ def audit(cluster: Any, model: Any, layout: Any, training: Any = None, *, rules:
 
     `layout.framework` decides which framework's rules apply. Omitted degrees are 1; an omitted dp is
     derived from the GPU count; an omitted num_microbatches from the global batch. `assumptions`
-    overrides the cost model's defaults (e.g. a framework that keeps bf16 gradient buffers).
+    overrides the cost model's defaults (e.g. a framework that keeps bf16 gradient buffers). `rules`:
+    site rule files, one path or a tuple or list of them, as for recommend().
     """
     rules, engine = call_options(rules, engine)
     cluster, model = as_cluster(cluster), as_model(model)

@@ -207,6 +207,8 @@ class _BadRepr:
     (lambda: advisor.recommend(H100_8, "llama-3-8b", rules=(1,)), "rules[0]"),
     (lambda: advisor.recommend(H100_8, "llama-3-8b", rules=b"site.toml"), "rules"),
     (lambda: advisor.audit(H100_8, "llama-3-8b", {}, rules={"a.toml"}), "rules"),
+    (lambda: advisor.audit(H100_8, "llama-3-8b", {}, rules="x\ud800"), "rules"),
+    (lambda: advisor.recommend(H100_8, "llama-3-8b", rules=["a.toml", "b\x00.toml"]), "rules[1]"),
     (lambda: advisor.recommend(H100_8, "llama-3-8b", engine=1), "engine"),
     (lambda: advisor.recommend(H100_8, "llama-3-8b", engine=b"python"), "engine"),
     (lambda: advisor.audit(H100_8, "llama-3-8b", {}, engine=object()), "engine"),

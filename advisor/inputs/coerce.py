@@ -12,7 +12,7 @@ from .layout import Layout
 from .specs import Cluster, Model, Training
 
 __all__ = ["coerce", "as_cluster", "as_model", "as_training", "as_layout", "resolve_layout", "as_rule_paths",
-           "as_engine_name"]
+           "as_engine_name", "ENGINE_WANT"]
 
 
 def coerce(value: Any, cls, field: str, want: str, preset=None):
@@ -62,13 +62,26 @@ def as_rule_paths(rules: Any) -> tuple[str | os.PathLike, ...]:
     if rules is None:
         return ()
     if isinstance(rules, (str, os.PathLike)):
+        _check_path("rules", rules)
         return (rules,)
     if not isinstance(rules, (tuple, list)):
         raise InputError("rules", rules, "a rule file path, or a tuple or list of them")
     for i, path in enumerate(rules):
         if not isinstance(path, (str, os.PathLike)):
             raise InputError(f"rules[{i}]", path, "a rule file path (str or os.PathLike)")
+        _check_path(f"rules[{i}]", path)
     return tuple(rules)
+
+
+def _check_path(field: str, path) -> None:
+    """A path the OS can be asked about: encodable (no lone surrogate) and without a NUL byte, which
+    every os call would refuse with a bare UnicodeEncodeError or ValueError."""
+    try:
+        encoded = os.fsencode(path)
+    except (UnicodeEncodeError, TypeError):
+        raise InputError(field, path, "a file path the file system can encode") from None
+    if b"\0" in encoded:
+        raise InputError(field, path, "a file path without a NUL byte")
 
 
 def as_engine_name(engine: Any) -> str | None:
