@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ._version import __version__
-from .auditor import layout_errors, layout_findings
+from .auditor import call_options, changed_for_trace, check_finite, layout_errors, layout_findings
 from .costmodel.assumptions import as_assumptions
 from .facts import build_facts, zero_only_fits
 from .inputs.coerce import as_cluster, as_model, as_training
@@ -25,14 +25,17 @@ from .rulebook.session import evaluate_rules, rulebook_for
 
 __all__ = ["recommend", "recommend_with_ranking"]
 
+RulePaths = str | Path | tuple[str | Path, ...] | list[str | Path] | None
 
-def recommend(cluster: Any, model: Any, training: Any = None, *, rules: tuple[str | Path, ...] = (),
+
+def recommend(cluster: Any, model: Any, training: Any = None, *, rules: RulePaths = (),
               engine: str | None = None, assumptions: Any = None) -> Recommendation:
     """Recommend a parallel layout for training `model` on `cluster`, with the reasons.
 
     `cluster`, `model` and `training` accept the advisor objects, dicts of their fields, and (for the
-    model) preset names. `rules` adds site rule files after the built-in ones. `engine` forces
-    "durable" or "python" (default: the ADVISOR_ENGINE variable, else durable where it imports).
+    model) preset names. `rules` adds site rule files after the built-in ones (one path, or a tuple or
+    list of paths). `engine` forces "durable" or "python" (default: the ADVISOR_ENGINE variable, else
+    durable where it imports).
     `assumptions` (an advisor.Assumptions or a dict of its fields) describes how your
     framework runs (e.g. NeMo 1.x's bf16 gradient buffers: {"megatron_main_grad_bytes": 2}); every
     estimate behind the choice uses it, and the trace lists what differs from the defaults.
@@ -40,7 +43,7 @@ def recommend(cluster: Any, model: Any, training: Any = None, *, rules: tuple[st
     return _recommend(cluster, model, training, rules, engine, assumptions, keep_ranking=False)[0]
 
 
-def recommend_with_ranking(cluster: Any, model: Any, training: Any = None, *, rules: tuple[str | Path, ...] = (),
+def recommend_with_ranking(cluster: Any, model: Any, training: Any = None, *, rules: RulePaths = (),
                            engine: str | None = None, assumptions: Any = None):
     """`recommend()`, plus every layout that fit, best first, as (Layout, Estimate) pairs. Slower:
     it tries the virtual-stage and micro-batch variants of every shape, where `recommend` stops at
@@ -50,6 +53,7 @@ def recommend_with_ranking(cluster: Any, model: Any, training: Any = None, *, ru
 
 def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path, ...], engine: str | None,
                assumptions: Any, keep_ranking: bool):
+    rules, engine = call_options(rules, engine)
     cluster, model = as_cluster(cluster), as_model(model)
     training, notes = resolve_training(model, as_training(training))
     assumptions = as_assumptions(assumptions)
@@ -57,7 +61,7 @@ def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path,
     if changed:
         notes = [*notes, "cost-model assumptions differ from the defaults: "
                  + ", ".join(f"{k}={v!r}" for k, v in changed.items())]
-    book = rulebook_for(tuple(rules))
+    book = rulebook_for(rules)
     facts = build_facts(cluster, model, training)
     fired, engine_name = evaluate_rules(book, facts, engine)
 
@@ -75,6 +79,7 @@ def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path,
                   assumptions=assumptions)
     findings = []
     if result.layout is not None:
+        check_finite(result.estimate, result.layout.id)     # never recommend an infinite step time
         findings, _ = layout_findings(book, cluster, model, training, result.layout, result.estimate.memory, engine,
                                       zero_only_fits(cluster, model, result.layout, training, assumptions))
     events += [TraceEvent(seq=seq, op=e.op, message=e.message, candidate=e.candidate, rule_id=e.rule_id,
@@ -87,7 +92,7 @@ def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path,
                                          "per GPU"))
     status = "recommended" if result.layout is not None else "infeasible"
     trace = Trace(decision="recommend", advisor_version=__version__, engine=engine_name, ruleset_revision=book.revision,
-                  input=input_summary(cluster, model, training, tuple(rules), changed),
+                  input=input_summary(cluster, model, training, tuple(rules), changed_for_trace(assumptions)),
                   result={"status": status, "framework": result.framework if result.layout else None,
                           "layout": result.layout.id if result.layout else None},
                   events=events, not_fired=not_fired_events(book, facts, fired, "situation"))

@@ -8,15 +8,17 @@ layout still yields all of its findings instead of stopping at the first.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
 from ._version import __version__
 from .costmodel import estimate, memory_only
 from .costmodel.assumptions import as_assumptions
-from .errors import InputError
+from .errors import EngineError, EstimateError, InputError, UnknownEngineError
 from .facts import build_layout_facts, zero_only_fits
-from .inputs.coerce import as_cluster, as_layout, as_model, as_training, resolve_layout
+from .inputs.coerce import (ENGINE_WANT, as_cluster, as_engine_name, as_layout, as_model, as_rule_paths, as_training,
+                            resolve_layout)
 from .inputs.layout import Layout
 from .inputs.specs import Cluster, Model, Training, resolve_training
 from .results.audit import SEVERITY_ORDER, Audit, Finding
@@ -24,16 +26,79 @@ from .results.trace import Trace, TraceEvent, fired_events, input_summary
 from .rulebook.actions import Decisions
 from .rulebook.actions import Finding as FindingAction
 from .rulebook.load import RuleBook, render_message
+from .rulebook.engines import select_engine
 from .rulebook.session import evaluate_rules, rulebook_for
 
-__all__ = ["audit", "layout_errors", "layout_findings"]
+__all__ = ["audit", "layout_errors", "layout_findings", "call_options", "check_finite", "changed_for_trace"]
+
+
+def changed_for_trace(assumptions) -> dict:
+    """The assumptions that differ from the defaults, as the trace's JSON reads them back (tuples as
+    lists), so that a result equals its own JSON round trip."""
+    if assumptions is None:
+        return {}
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in assumptions.changed().items()}
+
+
+def _bad_numbers(model, prefix: str = "") -> list[str]:
+    return [prefix + name for name, v in model.__dict__.items() if type(v) is float and not 0.0 <= v < math.inf]
+
+
+def check_finite(est, layout_id: str) -> None:
+    """EstimateError unless every float of `est` (its times, rates and ratios, each DP/TP/... term)
+    is finite and not negative: a guard behind the input bounds, so that no result carries one."""
+    bad = _bad_numbers(est) + [n for dim, terms in est.comm.__dict__.items() for n in _bad_numbers(terms, f"comm.{dim}.")]
+    if bad:
+        raise EstimateError(f"the estimate of {layout_id} has non-finite or negative {', '.join(bad)}: "
+                            "a bug in advisor's input bounds; please report it with the inputs")
+
+
+def call_options(rules: Any, engine: Any) -> tuple[tuple, str | None]:
+    """`rules=` and `engine=` of a public call as (paths, engine name), or an InputError naming the
+    argument: recommend() and audit() read them alike. An engine name is checked here, before any
+    work, so a typo is the caller's error (InputError), not the engine's (EngineError)."""
+    paths, name = as_rule_paths(rules), as_engine_name(engine)     # a non-str engine: InputError
+    if name is not None:
+        try:
+            select_engine(name)
+        except EngineError as exc:
+            raise UnknownEngineError("engine", name, ENGINE_WANT, str(exc)) from None
+    return paths, name
+
+
+# The InputErrors the cost model raises for a layout's shape (costmodel.context.resolve): the degrees
+# do not multiply to the GPU count, etp*ep*pp does not divide it, the batch does not split. The audit
+# reports those as findings; any other error is the caller's input (or a bug) and propagates.
+_SHAPE_FIELDS = frozenset({"Layout.dp", "Layout.ep", "Layout.num_microbatches", "Training.global_batch_size"})
+
 
 def _safe_estimate(cluster, model, layout, training, full: bool, assumptions=None):
     """The cost model's view, or None when the layout's shape cannot be estimated (illegal shapes)."""
     try:
         return (estimate if full else memory_only)(cluster, model, layout, training, assumptions)
-    except (InputError, ValueError, ZeroDivisionError, IndexError):
+    except InputError as exc:
+        if exc.field not in _SHAPE_FIELDS:
+            raise
         return None
+
+
+def _audit_estimate(cluster, model, layout, training, assumptions):
+    """(the estimate, a note or None). A num_microbatches that contradicts the batch (the finding
+    layout.batch-identity) is estimated with the one the global batch implies, as Megatron-LM derives
+    it: the training's global batch is what a step must process and what tokens/s and MFU count, so
+    the layout's count is the error, not the batch (with it, MFU came out up to 240). When the batch
+    does not split into micro-batches at all there is no consistent count: no estimate."""
+    b, dp, nmb, gbs = layout.micro_batch_size, layout.dp, layout.num_microbatches, training.global_batch_size
+    if nmb is None or b * nmb * dp == gbs:
+        return _safe_estimate(cluster, model, layout, training, True, assumptions), None
+    if gbs % (b * dp):
+        return None, (f"no estimate: num_microbatches({nmb}) contradicts the batch, and global_batch_size({gbs}) % "
+                      f"(mbs({b}) * dp({dp})) = {gbs % (b * dp)} leaves no consistent count (layout.batch-identity)")
+    derived = gbs // (b * dp)
+    est = _safe_estimate(cluster, model, layout.model_copy(update={"num_microbatches": derived}), training, True,
+                         assumptions)
+    return est, (f"estimates use num_microbatches = global_batch_size({gbs}) / (mbs({b}) * dp({dp})) = {derived}, "
+                 f"not the layout's {nmb}, which contradicts the batch (layout.batch-identity)")
 
 
 def _finding_actions(book: RuleBook, fired: list[str]):
@@ -83,7 +148,8 @@ def layout_errors(book: RuleBook, cluster: Cluster, model: Model, training: Trai
             for rule_id, rule, action in _finding_actions(book, fired) if action.severity == "error"]
 
 
-def audit(cluster: Any, model: Any, layout: Any, training: Any = None, *, rules: tuple[str | Path, ...] = (),
+def audit(cluster: Any, model: Any, layout: Any, training: Any = None, *,
+          rules: str | Path | tuple[str | Path, ...] | list[str | Path] | None = (),
           engine: str | None = None, assumptions: Any = None) -> Audit:
     """Every finding about `layout` at once: errors (the framework would refuse or crash), warnings
     (legal but unwise) and notes, each with the formula and its values, a fix and references, and a
@@ -91,14 +157,20 @@ def audit(cluster: Any, model: Any, layout: Any, training: Any = None, *, rules:
 
     `layout.framework` decides which framework's rules apply. Omitted degrees are 1; an omitted dp is
     derived from the GPU count; an omitted num_microbatches from the global batch. `assumptions`
-    overrides the cost model's defaults (e.g. a framework that keeps bf16 gradient buffers).
+    overrides the cost model's defaults (e.g. a framework that keeps bf16 gradient buffers). `rules`:
+    site rule files, one path or a tuple or list of them, as for recommend().
     """
+    rules, engine = call_options(rules, engine)
     cluster, model = as_cluster(cluster), as_model(model)
     layout = resolve_layout(as_layout(layout), cluster)
     training, notes = resolve_training(model, as_training(training))
     assumptions = as_assumptions(assumptions)
-    book = rulebook_for(tuple(rules))
-    est = _safe_estimate(cluster, model, layout, training, full=True, assumptions=assumptions)
+    book = rulebook_for(rules)
+    est, note = _audit_estimate(cluster, model, layout, training, assumptions)
+    if note:
+        notes = [*notes, note]
+    if est is not None:
+        check_finite(est, layout.id)
     facts, fired, engine_name = _judged(book, cluster, model, training, layout, est.memory if est else None, engine,
                                         zero_only_fits(cluster, model, layout, training, assumptions), trusted=False)
     findings = _findings(book, facts, fired)
@@ -117,7 +189,7 @@ def _audit_trace(book: RuleBook, cluster: Cluster, model: Model, training: Train
     events = [TraceEvent(seq=i, op="input", message=note) for i, note in enumerate(notes, 1)]
     # layout rules report findings only: the Decisions they fold into are not read
     events += fired_events(book, fired, facts, Decisions(), len(events) + 1)
-    summary = input_summary(cluster, model, training, tuple(rules), assumptions.changed() if assumptions else {})
+    summary = input_summary(cluster, model, training, tuple(rules), changed_for_trace(assumptions))
     summary["layout"] = layout.id          # Layout.parse reads it back, framework included
     errors = [f.rule_id for f in findings if f.severity == "error"]
     warnings = [f.rule_id for f in findings if f.severity == "warning"]

@@ -9,13 +9,45 @@ send them back to a parent.
 
 from __future__ import annotations
 
+import reprlib
+
 __all__ = [
     "AdvisorError",
     "InputError",
     "UnknownPresetError",
     "RuleFileError",
     "EngineError",
+    "UnknownEngineError",
+    "EstimateError",
+    "bounded_repr",
 ]
+
+
+class _BoundedRepr(reprlib.Repr):
+    """repr() with bounded size and depth: `have` may be any object a caller passed, and the plain
+    repr of one nested 5000 deep raises RecursionError, of a 10**5000 int ValueError (3.11's digit
+    limit), of a 2 MB string makes a 2 MB message."""
+
+    def __init__(self):
+        super().__init__()
+        self.maxlevel, self.maxstring, self.maxother, self.maxlong = 4, 400, 200, 60
+        self.maxlist = self.maxtuple = self.maxdict = self.maxset = self.maxfrozenset = 20
+
+    def repr_int(self, x, level):
+        if x.bit_length() > 256:        # repr() of a huge int is slow, or refused past 4300 digits
+            return f"<int of {x.bit_length()} bits>"
+        return super().repr_int(x, level)
+
+
+_repr = _BoundedRepr().repr
+
+
+def bounded_repr(value: object) -> str:
+    """The repr of `value` for an error message: bounded in size and depth, never raising."""
+    try:
+        return _repr(value)
+    except Exception:                   # a __repr__ that raises: the message must still build
+        return f"<{type(value).__name__} object>"
 
 
 class AdvisorError(Exception):
@@ -27,7 +59,7 @@ class InputError(AdvisorError, ValueError):
 
     def __init__(self, field: str, have: object, want: str, hint: str | None = None):
         self.field, self.have, self.want, self.hint = field, have, want, hint
-        msg = f"{field}: invalid value\n  have: {have!r}\n  want: {want}"
+        msg = f"{field}: invalid value\n  have: {bounded_repr(have)}\n  want: {want}"
         if hint:
             msg += f"\n  hint: {hint}"
         super().__init__(msg)
@@ -54,7 +86,7 @@ class RuleFileError(AdvisorError, ValueError):
     def __init__(self, path: str, rule_id: str | None, field: str, have: object, want: str):
         self.path, self.rule_id, self.field, self.have, self.want = path, rule_id, field, have, want
         where = f"{path}: rule {rule_id!r}" if rule_id else path
-        super().__init__(f"{where}: {field}: invalid\n  have: {have!r}\n  want: {want}")
+        super().__init__(f"{where}: {field}: invalid\n  have: {bounded_repr(have)}\n  want: {want}")
 
     def __reduce__(self):
         return (type(self), (self.path, self.rule_id, self.field, self.have, self.want))
@@ -69,3 +101,14 @@ class EngineError(AdvisorError, RuntimeError):
 
     def __reduce__(self):
         return (type(self), (str(self) if self.rule_id is None else str(self).split(": ", 1)[1], self.rule_id))
+
+
+class UnknownEngineError(InputError, EngineError):
+    """`engine=` names no engine that runs here: the caller's input (an InputError naming `engine`,
+    so a ValueError) and, as it always was, an EngineError."""
+
+
+class EstimateError(AdvisorError, ArithmeticError):
+    """The cost model gave a time, rate or ratio that is not finite, or is negative, for inputs that
+    passed validation: the input bounds should make that impossible, so it is a bug to report (with
+    the inputs); advisor raises it rather than recommend or report such a number."""

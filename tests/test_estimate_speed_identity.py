@@ -35,7 +35,7 @@ CASES = [
      dict(tp=8, pp=3, sp=True, zero_stage=1, recompute="full", micro_batch_size=2),
      dict(seq_len=4096, global_batch_size=64), None),
     ("70b-pp7-mid-heavier", dict(gpu="H100-SXM-80GB", gpus=56), "llama-3-70b",
-     dict(tp=8, pp=7, sp=True, vpp=2, num_microbatches=9), dict(seq_len=4096, global_batch_size=63), None),
+     dict(tp=8, pp=7, sp=True, vpp=2, num_microbatches=9), dict(seq_len=4096, global_batch_size=9), None),
     ("405b-128k-cp16", dict(gpu="H100-SXM-80GB", gpus=16384), "llama-3.1-405b",
      dict(tp=8, pp=16, cp=16, sp=True, zero_stage=1, vpp=2), dict(seq_len="128k", global_batch_size=128), None),
     ("gpt3-175b-nonflash", dict(gpu="A100-80GB", gpus=1024), "gpt-3-175b",

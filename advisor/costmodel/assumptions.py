@@ -14,16 +14,48 @@ them down.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..inputs.bounds import MAX_EXPERTS, MAX_PARAMS
 from ..inputs.coerce import coerce
 
 __all__ = ["Assumptions", "GiB", "RecomputeModule", "as_assumptions"]
 
 GiB = 1 << 30
 MiB = 1 << 20
+
+# Bounds of the Assumptions fields: each keeps a knob inside what the hardware or the framework
+# physically allows, so that no accepted value can make an estimate infinite, NaN or negative.
+MIN_EFFICIENCY = 0.01
+"""Lowest accepted share of a peak (compute, HBM, NVLink, network): at 1 % an H100 computes ~10
+TFLOP/s, what a CPU socket does; below it the number describes a broken run, and 1e-300 would make
+every step time overflow."""
+MAX_CALL_SECONDS = 1e-2
+"""Longest fixed cost of one GEMM or collective call: 10 ms is 1000x a kernel launch or an NCCL
+small-message latency (~10 us); more is a stalled host or fabric, not a per-call overhead."""
+MAX_TRAFFIC_PER_BYTE = 128.0
+"""Most HBM bytes moved per stored activation byte (elementwise_traffic; x2 per softmax score, x8 per
+optimizer parameter): the counted kernels move 3-4 (calibrated 10), the softmax chain 22 B per score
+and Adam 30 B per parameter; 128 would be dozens of full passes more than any kernel chain makes."""
+MAX_ELEMENT_BYTES = 8.0
+"""Most bytes per element of one stored tensor: 8, an fp64 element (none of these buffers is wider);
+logits take twice that (a copy plus its upcast)."""
+MAX_STATE_BYTES = 64.0
+"""Most optimizer-state bytes per parameter: 16 fp32 values (Adam keeps 3, master + m + v = 12 B)."""
+StateBytes = Annotated[float, Field(strict=True, ge=0, le=MAX_STATE_BYTES)]
+# moe_load_imbalance's ceiling: every token on one expert rank is `experts` times the average, and
+# Model.experts is at most MAX_EXPERTS. DeepSpeed's bucket, in elements, is at most Model's parameter
+# bound MAX_PARAMS (it is capped at the rank's own parameters anyway).
+MAX_RESERVED_BYTES = 1 << 40
+"""Most bytes of a fixed per-GPU reserve (CUDA context, NCCL buffers): 1 TiB, more than any GPU's memory."""
+MAX_HOST_BUFFER_FACTOR = 100.0
+"""Host memory per offloaded byte: DeepSpeed reserves 1.5x; 100x is no buffer policy, only a typo."""
+MIN_BANDWIDTH, MAX_BANDWIDTH = 1e7, 1e13
+"""Host<->GPU and NVMe bytes/s: 10 MB/s is below a spinning disk, 10 TB/s ten times NVLink-C2C's 900 GB/s."""
+MIN_ADAM_RATE, MAX_ADAM_RATE = 1e6, 1e13
+"""CPU Adam parameters/s: measured ~1e9 (see the field); 1e6 is a single slow core, 1e13 is beyond HBM speed."""
 
 RecomputeModule = Literal["core_attn", "layernorm", "mla_up_proj", "mlp", "moe", "moe_act", "shared_experts"]
 """Megatron-Core `recompute_modules` names (megatron/core/transformer/transformer_config.py)."""
@@ -32,10 +64,11 @@ RecomputeModule = Literal["core_attn", "layernorm", "mla_up_proj", "mlp", "moe",
 class Assumptions(BaseModel):
     """Knobs of `advisor.estimate`. Frozen; pass a modified copy (`Assumptions(compute_efficiency=0.5)`)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    # strict numbers: True is not 1.0 and "0.5" is not 0.5 (the CLI's --assume reads JSON numbers)
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
 
     # ---------------------------------------------------------------- compute
-    compute_efficiency: float = Field(0.68, gt=0, le=1)
+    compute_efficiency: float = Field(0.68, strict=True, ge=MIN_EFFICIENCY, le=1)
     """Fraction of the dense BF16/FP16 peak that large linear-layer GEMMs achieve: the plateau of the
     GEMM-efficiency curve (smaller GEMMs also pay `gemm_overhead`). Calibrated jointly with
     `elementwise_traffic`, `flash_attention_efficiency` and `fp8_efficiency` on measured throughput
@@ -48,7 +81,7 @@ class Assumptions(BaseModel):
     attention core, element-wise kernels, communication, the bubble and the optimizer step are timed
     separately (the former single-knob model used 0.6 for all compute)."""
 
-    gemm_overhead: float = Field(5e-6, ge=0)
+    gemm_overhead: float = Field(5e-6, strict=True, ge=0, le=MAX_CALL_SECONDS)
     """Seconds added to every linear-layer GEMM call (forward, data gradient and weight gradient of
     each projection and MLP matrix, each local expert's separately, the logits): launch, prologue/
     epilogue and the last partial wave of output tiles. Equivalent to a GEMM efficiency that grows
@@ -60,12 +93,12 @@ class Assumptions(BaseModel):
     those runs are 30-1300 GFLOP); it matters where GEMMs are small: MoE experts receiving few
     tokens each, tiny micro-batches or hidden sizes."""
 
-    fp8_efficiency: float = Field(0.55, gt=0, le=1)
+    fp8_efficiency: float = Field(0.55, strict=True, ge=MIN_EFFICIENCY, le=1)
     """Fraction of the dense FP8 peak that FP8 linear-layer GEMMs achieve (the attention core stays
     BF16). Calibrated on the NeMo 24.07 H100 FP8 rows (13 configurations, 5B-340B, median error
     about +1 %; benchmarks/calibrate_throughput.py), with the other compute knobs at their defaults."""
 
-    flash_attention_efficiency: float = Field(0.45, gt=0, le=1)
+    flash_attention_efficiency: float = Field(0.45, strict=True, ge=MIN_EFFICIENCY, le=1)
     """Fraction of the dense 16-bit peak that a FlashAttention kernel reaches, forward + backward, on
     the FLOPs it executes (causal: `flash_causal_fraction` of the full s^2). Published kernel figures:
     FlashAttention-2 reaches 50-73 % of an A100's peak and ~35 % of an H100's (Dao 2023, §4.1: up to
@@ -73,7 +106,7 @@ class Assumptions(BaseModel):
     and less backward (Shah et al. 2024). Calibrated on the H100 BF16/FP8 runs (every A100 run in the
     data uses the unfused softmax): 0.45, the scan is flat from 0.4 to 0.5."""
 
-    elementwise_traffic: float = Field(10.0, ge=0)
+    elementwise_traffic: float = Field(10.0, strict=True, ge=0, le=MAX_TRAFFIC_PER_BYTE)
     """HBM bytes the element-wise kernels of a layer move (forward + backward), per byte of the
     activations that layer stores (Korthikanti et al. 2022 §4.1's tensors without the attention core
     and the dropout masks: 32 bytes x hidden per token for a GPT layer without TP; the TP-sharded
@@ -91,22 +124,23 @@ class Assumptions(BaseModel):
     row-parallel GEMMs more than the measurements do. Calibrated (scan in
     benchmarks/calibrate_throughput.py)."""
 
-    flash_causal_fraction: float = Field(0.5, gt=0, le=1)
+    flash_causal_fraction: float = Field(0.5, strict=True, ge=0.5, le=1)
     """Share of the s x s attention-score FLOPs a causal FlashAttention kernel executes (it skips fully
     masked blocks; Dao 2023, FlashAttention-2 §3.1). Model FLOPs for MFU still count the full s^2, as
-    Narayanan et al. 2021 Eq. 3 and Megatron-LM's MFU do."""
+    Narayanan et al. 2021 Eq. 3 and Megatron-LM's MFU do. At least 0.5: a causal kernel computes the
+    whole lower triangle, (s + 1) / 2s of the scores; less would price attention below its FLOPs."""
 
-    hbm_efficiency: float = Field(0.8, gt=0, le=1)
+    hbm_efficiency: float = Field(0.8, strict=True, ge=MIN_EFFICIENCY, le=1)
     """Fraction of the HBM bandwidth that memory-bound kernels (non-flash softmax/dropout, Adam step)
     reach. Assumption (STREAM-like kernels reach 80-90 % of datasheet bandwidth on A100/H100)."""
 
-    softmax_bytes_per_score: float = Field(22.0, ge=0)
+    softmax_bytes_per_score: float = Field(22.0, strict=True, ge=0, le=MAX_TRAFFIC_PER_BYTE * 2)
     """HBM bytes moved per attention-score element, forward + backward, by the unfused (non-flash)
     scale-mask-softmax-dropout chain: forward reads/writes the 2-byte scores and writes a 1-byte mask
     (~9 B), backward re-reads them and writes the gradient (~13 B). Counted from the Korthikanti et al.
     2022 §4.1 list of stored tensors (softmax output 2 B, dropout mask 1 B, dropout output 2 B)."""
 
-    optimizer_bytes_per_param: float = Field(30.0, ge=0)
+    optimizer_bytes_per_param: float = Field(30.0, strict=True, ge=0, le=MAX_TRAFFIC_PER_BYTE * 8)
     """HBM bytes the Adam step moves per locally-owned parameter: read fp32 master, grad, m, v (16 B),
     write master, m, v (12 B) and the 16-bit model copy (2 B)."""
 
@@ -117,18 +151,18 @@ class Assumptions(BaseModel):
     `estimate_zero2_model_states_mem_needs`: 2P + 18P/N; stage3.py: 18P/N). False gives the ZeRO
     paper's accounting (Rajbhandari et al. 2020 §3.1: 2 + 2 + K=12 = 16 B/param, Fig. 1)."""
 
-    fp8_weight_copy_bytes: float = Field(1.0, ge=0)
+    fp8_weight_copy_bytes: float = Field(1.0, strict=True, ge=0, le=MAX_ELEMENT_BYTES)
     """Extra bytes per linear-layer parameter under FP8: Transformer Engine caches the FP8 cast of
     each weight across micro-batches (`is_first_microbatch`); Hopper GEMMs also need its transpose,
     which would add one more byte. Assumption: 1."""
 
-    megatron_main_grad_bytes: float = Field(4.0, gt=0)
+    megatron_main_grad_bytes: float = Field(4.0, strict=True, gt=0, le=MAX_ELEMENT_BYTES)
     """Bytes per gradient element in Megatron's bf16/fp8 gradient buffer: 4 because Megatron-LM forces
     fp32 accumulation and reduction for bf16 (arguments.py: `accumulate_allreduce_grads_in_fp32 = True`;
     NeMo 2 recipes set `grad_reduce_in_fp32=True`). NeMo 1.x with megatron_amp_O2 and distributed
     fused Adam keeps bf16 gradients (`optim.grad_sync_dtype=bf16`, NeMo docs mixed_precision.rst): 2."""
 
-    megatron_optimizer_bytes: float = Field(12.0, gt=0)
+    megatron_optimizer_bytes: float = Field(12.0, strict=True, gt=0, le=MAX_STATE_BYTES)
     """Bytes per parameter of Megatron's optimizer states in bf16/fp8 training, sharded over the
     data-parallel group by the distributed optimizer (fp16 keeps its own 16). 12 = fp32 master
     weights + fp32 Adam m and v: Megatron-Core's DistributedOptimizer (Megatron-LM docs
@@ -142,7 +176,7 @@ class Assumptions(BaseModel):
     the default fp32 optimizer dtype `store_param_remainders=True` keeps the 16 low bits of each fp32
     master weight (the bf16 weight is its high half) plus fp32 m and v, 10."""
 
-    fsdp_state_bytes: tuple[float, float, float] = (4.0, 4.0, 8.0)
+    fsdp_state_bytes: tuple[StateBytes, StateBytes, StateBytes] = (4.0, 4.0, 8.0)
     """(params, grads, optimizer) bytes per parameter for framework "torchtitan" (PyTorch FSDP):
     torchtitan keeps fp32 sharded params and reduces grads in fp32 (MixedPrecisionPolicy(
     param_dtype=bf16, reduce_dtype=fp32)) with fp32 Adam moments: 4/4/8. A model loaded in bf16 and
@@ -180,67 +214,68 @@ class Assumptions(BaseModel):
     "shared_experts" / "moe_act" when "moe" is also set, which keeps every set of modules at or below
     full recompute's cost."""
 
-    fp8_activation_bytes: float = Field(1.0, gt=0)
+    fp8_activation_bytes: float = Field(1.0, strict=True, gt=0, le=MAX_ELEMENT_BYTES)
     """Bytes per saved element of linear-layer inputs (QKV, out-proj, FC1, FC2) when precision is fp8:
     Transformer Engine saves the FP8-cast input for the backward GEMM."""
 
-    logits_bytes_megatron: float = Field(4.0, ge=0)
+    logits_bytes_megatron: float = Field(4.0, strict=True, ge=0, le=2 * MAX_ELEMENT_BYTES)
     """Bytes per logit kept for the loss on the last stage, Megatron-LM (vocab-parallel cross-entropy
     in fp32; megatron/training/theoretical_memory_usage.py: 4*s*b*h*(1+V/h)/t output + loss)."""
 
-    logits_bytes_other: float = Field(6.0, ge=0)
+    logits_bytes_other: float = Field(6.0, strict=True, ge=0, le=2 * MAX_ELEMENT_BYTES)
     """Bytes per logit for Hugging Face / torchtitan style losses: 16-bit logits plus their fp32 upcast
     (`logits.float()` before cross-entropy)."""
 
-    moe_load_imbalance: float = Field(1.0, ge=1)
+    moe_load_imbalance: float = Field(1.0, strict=True, ge=1, le=MAX_EXPERTS)
     """Tokens routed to the busiest expert rank relative to the average (1 = perfectly balanced, no
     token dropping, Megatron's default). Raise it for memory headroom on real routing."""
 
     # ---------------------------------------------------------------- memory: buffers and reserve
-    deepspeed_bucket_elements: float = Field(5e8, ge=0)
+    deepspeed_bucket_elements: float = Field(5e8, strict=True, ge=1, le=MAX_PARAMS)
     """DeepSpeed ZeRO-1/2 contiguous-gradient (IPG) reduce bucket, in elements: `reduce_bucket_size`
-    default 5e8 (DeepSpeed docs, config-json "ZeRO optimizations"); capped at the rank's parameters."""
+    default 5e8 (DeepSpeed docs, config-json "ZeRO optimizations"); capped at the rank's parameters. At
+    least 1: the reduction runs one call per bucket, so an empty bucket would mean infinitely many."""
 
-    cuda_context_bytes: int = Field(1 * GiB, ge=0)
+    cuda_context_bytes: int = Field(1 * GiB, strict=True, ge=0, le=MAX_RESERVED_BYTES)
     """CUDA context, cuBLAS/cuDNN workspaces and kernels loaded by PyTorch. Assumption: ~1 GiB on
     A100/H100 (the context alone is 300-600 MiB; cuBLAS workspaces and library kernels add the rest)."""
 
-    nccl_bytes_per_group: int = Field(128 * MiB, ge=0)
+    nccl_bytes_per_group: int = Field(128 * MiB, strict=True, ge=0, le=MAX_RESERVED_BYTES)
     """NCCL buffers per communicator the rank belongs to: NCCL_BUFFSIZE default 4 MiB (NCCL
     environment-variable docs) x up to 16 channels x 2 directions. Assumption."""
 
-    fragmentation_fraction: float = Field(0.05, ge=0, le=1)
+    fragmentation_fraction: float = Field(0.05, strict=True, ge=0, le=1)
     """Allocator fragmentation as a fraction of activations and buffers: Megatron-LM applies 5 %
     (megatron/training/theoretical_memory_usage.py, `compute_activation_memory_without_sp` x 1.05)."""
 
-    host_buffer_factor: float = Field(1.5, ge=1)
+    host_buffer_factor: float = Field(1.5, strict=True, ge=1, le=MAX_HOST_BUFFER_FACTOR)
     """Host-memory head-room factor for offloaded states (DeepSpeed estimators'
     `additional_buffer_factor=1.5`)."""
 
     # ---------------------------------------------------------------- communication
-    nvlink_efficiency: float = Field(0.8, gt=0, le=1)
+    nvlink_efficiency: float = Field(0.8, strict=True, ge=MIN_EFFICIENCY, le=1)
     """Achieved NCCL bus bandwidth as a fraction of unidirectional NVLink bandwidth (half the vendor's
     bidirectional figure). Assumption: nccl-tests bus bandwidth on DGX A100/H100 is ~75-85 %."""
 
-    network_efficiency: float = Field(0.9, gt=0, le=1)
+    network_efficiency: float = Field(0.9, strict=True, ge=MIN_EFFICIENCY, le=1)
     """Achieved NCCL bus bandwidth as a fraction of the per-GPU scale-out NIC speed, for the large
     messages of gradient buckets and parameter gathers. Multi-node all-reduce rings on DGX H100 with
     eight 400 Gb/s NICs are expected to reach 400-450 GB/s bus bandwidth, i.e. the NICs' line rate
     (third-party nccl-tests validation guides, e.g. Saturn Cloud "Validating Multi-Node GPU Clusters
     with NCCL Tests"); calibrate_throughput.py's scan prefers 0.9 to 0.8 (was 0.8, an assumption)."""
 
-    latency_nvlink: float = Field(1e-5, ge=0)
+    latency_nvlink: float = Field(1e-5, strict=True, ge=0, le=MAX_CALL_SECONDS)
     """Fixed cost per collective call inside the NVLink domain, seconds. Assumption (NCCL small-message
     latency on NVSwitch systems is ~10 us)."""
 
-    latency_network: float = Field(3e-5, ge=0)
+    latency_network: float = Field(3e-5, strict=True, ge=0, le=MAX_CALL_SECONDS)
     """Fixed cost per collective call crossing the network, seconds. Measured: an 8-byte all_reduce over
     HDR InfiniBand between two A100 nodes, one GPU each, takes 19-20 us (NVIDIA/nccl-tests issue #150).
     NCCL's own cost model (NVIDIA/nccl src/graph/tuning.cc, tree/LL) prices a small all-reduce at 6.8 us
     + 2 x ((GPUs per node - 1) x 0.6 us NVLink + log2(nodes) x 5 us network): 25 us on 2 nodes of 8 GPUs,
     35 us on 4. Assumption: 30 us; `ring_hop_latency` adds the length of long rings."""
 
-    ring_hop_latency: float = Field(5e-6, ge=0)
+    ring_hop_latency: float = Field(5e-6, strict=True, ge=0, le=MAX_CALL_SECONDS)
     """Seconds per network step of a ring collective (a ring over N nodes takes N-1 of them per
     reduce-scatter or all-gather; the NVLink steps are negligible), paid once per call, i.e. per
     gradient bucket or per FSDP layer. Assumption: InfiniBand/RoCE switch hop and NIC latency are
@@ -260,26 +295,26 @@ class Assumptions(BaseModel):
     """Megatron --tp-comm-overlap (userbuffers; needs SP, M16). Off by default in Megatron-LM and in the
     Korthikanti 2022 runs used for calibration."""
 
-    tp_overlap_efficiency: float = Field(0.8, ge=0, le=1)
+    tp_overlap_efficiency: float = Field(0.8, strict=True, ge=0, le=1)
     """Share of TP communication hidden when tp_comm_overlap is on (Transformer Engine userbuffers
     under SP). Assumption, checked on the measured runs that used it (the Megatron-LM README H100
     weak-scaling table, benchmarks/calibrate_throughput.py's scan): 0.8 to 0.95 fit them equally
     (mean |log error| over all calibrated runs 0.055 / 0.054), 0.6 worse (0.062); the lowest of the
     equals is kept."""
 
-    pp_overlap: float = Field(0.0, ge=0, le=1)
+    pp_overlap: float = Field(0.0, strict=True, ge=0, le=1)
     """Share of pipeline send/recv time hidden behind compute. 0: 1F1B sends and receives are
     blocking on the critical path (megatron/core/pipeline_parallel/schedules.py), as in the
     Korthikanti 2022 runs."""
 
-    pp_overlap_efficiency: float = Field(0.9, ge=0, le=1)
+    pp_overlap_efficiency: float = Field(0.9, strict=True, ge=0, le=1)
     """Share of pipeline send/recv hidden behind the micro-batch's compute under Megatron-Core's
     interleaved schedule with p2p overlap (Layout.overlap_p2p_comm, on by default): sends and receives
     are posted asynchronously and waited for only before the chunk that needs them
     (megatron/core/pipeline_parallel/schedules.py, `overlap_p2p_comm`). Assumption: 0.9 (the transfers
     share SMs and HBM with the compute they hide behind)."""
 
-    ep_overlap: float = Field(0.0, ge=0, le=1)
+    ep_overlap: float = Field(0.0, strict=True, ge=0, le=1)
     """Share of MoE all-to-all time hidden behind compute (Megatron's A2A/compute overlap is opt-in:
     --overlap-moe-expert-parallel-comm). Measured: on Qwen3-235B over 256 H100 with EP 32 across
     nodes the Megatron MoE Model Zoo's 1F1B A2A overlap cut the step from 19.7 s to 17.6 s
@@ -297,10 +332,10 @@ class Assumptions(BaseModel):
     measured EP 32 run (benchmarks/calibrate_moe.py). Inside one node both are priced alike."""
 
     # ---------------------------------------------------------------- offload
-    pcie_bandwidth: float = Field(25e9, gt=0)
+    pcie_bandwidth: float = Field(25e9, strict=True, ge=MIN_BANDWIDTH, le=MAX_BANDWIDTH)
     """Host<->GPU bandwidth per GPU, bytes/s (PCIe Gen4 x16 achieves ~25 GB/s of 32)."""
 
-    nvme_bandwidth: float = Field(3e9, gt=0)
+    nvme_bandwidth: float = Field(3e9, strict=True, ge=MIN_BANDWIDTH, le=MAX_BANDWIDTH)
     """NVMe read/write bandwidth available to one GPU's offloaded states, bytes/s. Measured with DeepSpeed's
     DeepNVMe (read/write GB/s): one PCIe Gen4 SSD 3.7/3.2 (deepspeedai/DeepSpeed docs/_tutorials/deepnvme.md);
     4 Gen4 SSDs on an Azure NC96ads_A100_v4 10/5 (blogs/deepspeed-gds/README.md); 4 / 8 Gen5 SSDs on an
@@ -308,7 +343,7 @@ class Assumptions(BaseModel):
     8 H200s. Read and write are charged at this one rate, so per GPU that is
     2RW/(R+W) = 1.7 to 4.2 GB/s; 3e9 assumes about one fast SSD per GPU (assumption)."""
 
-    cpu_adam_params_per_second: float = Field(1e9, gt=0)
+    cpu_adam_params_per_second: float = Field(1e9, strict=True, ge=MIN_ADAM_RATE, le=MAX_ADAM_RATE)
     """Parameters per second DeepSpeedCPUAdam updates for one GPU's partition. Measured: 11.6B parameters
     in 8.2 s on one host (CPU not stated), 1.4e9/s (deepspeedai/DeepSpeed PR #735; torch Adam 56 s); on
     2 A100s with 64 EPYC 7742 cores each, offloading Qwen2.5-1.5B (0.77e9 parameters per GPU) adds 1.1 s

@@ -277,6 +277,11 @@ def resolve(cluster, model, layout, training) -> Ctx:
         m = gbs // (b * dp)
     else:
         m = lay.num_microbatches
+        if b * m * dp != gbs:     # else tokens per step and MFU count a batch the step does not run
+            raise InputError("Layout.num_microbatches", m,
+                             "micro_batch_size * num_microbatches * dp equal to global_batch_size (Megatron M11)",
+                             f"mbs({b}) * num_microbatches({m}) * dp({dp}) = {b * m * dp} "
+                             f"!= global_batch_size({gbs})")
 
     kv_div = tp if mla else min(tp, fields["kv"])
     framework = lay.framework

@@ -182,9 +182,10 @@ def estimate_of(s: Sized) -> Estimate:
         return _dim(b_ * m, s_ * m, e_ * m, net, n)
 
     dp_once_b, dp_once_s, _, dp_net = S["dp_once"]
-    mb_b, mb_s, _ = S["dp_mb"]
-    per_mb_exposed = S["tp"][2] + S["cp"][2] + S["ep"][2] + S["pp"][2]
-    dp_dim = _dim(dp_once_b + mb_b * m, dp_once_s + mb_s * m, T["exposed_comm"] - m * per_mb_exposed, dp_net,
+    mb_b, mb_s, mb_exposed = S["dp_mb"]
+    # DP's exposed time is the part of exposed_comm that is not TP/CP/EP/PP's: summed from its own
+    # (non-negative) terms, not taken as that difference, which float rounding made -1e-12 or below
+    dp_dim = _dim(dp_once_b + mb_b * m, dp_once_s + mb_s * m, m * mb_exposed + T["dp_once_exposed"], dp_net,
                   c.dense_shard)
     comm = _make(CommEstimate, {"tp": per_mb("tp", c.tp), "pp": per_mb("pp", c.pp), "dp": dp_dim,
                                 "cp": per_mb("cp", c.cp), "ep": per_mb("ep", c.ep)})

@@ -431,7 +431,7 @@ def time_terms(c: Ctx, A, stage_params: dict):
     return {
         "stages": stages, "slow": slow, "compute_time": compute_time, "bubble_time": bubble_time,
         "bubble_fraction": (p - 1) / (v * m), "exposed_comm": exposed_comm, "optimizer_time": opt,
-        "step": step,
+        "step": step, "dp_once_exposed": dp_once_exposed,
     }
 
 

@@ -4,13 +4,15 @@ estimate) so each rejects bad input with the same words."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ..errors import InputError
 from .layout import Layout
 from .specs import Cluster, Model, Training
 
-__all__ = ["coerce", "as_cluster", "as_model", "as_training", "as_layout", "resolve_layout"]
+__all__ = ["coerce", "as_cluster", "as_model", "as_training", "as_layout", "resolve_layout", "as_rule_paths",
+           "as_engine_name", "ENGINE_WANT"]
 
 
 def coerce(value: Any, cls, field: str, want: str, preset=None):
@@ -19,6 +21,9 @@ def coerce(value: Any, cls, field: str, want: str, preset=None):
     if isinstance(value, cls):
         return value
     if isinstance(value, dict):
+        for key in value:
+            if type(key) is not str:        # cls(**value) would raise a bare TypeError
+                raise InputError(f"{field} key", key, f"field names as strings: {want}")
         return cls(**value)
     if preset is not None and isinstance(value, str):
         return preset(value)
@@ -49,3 +54,41 @@ def resolve_layout(layout: Layout, cluster: Cluster) -> Layout:
     if layout.dp is not None:
         return layout
     return layout.model_copy(update={"dp": max(1, cluster.gpus // layout.model_parallel)})
+
+
+def as_rule_paths(rules: Any) -> tuple[str | os.PathLike, ...]:
+    """Site rule files as a tuple of paths: one path (str or os.PathLike) is one file, as a caller
+    writing rules="site.toml" means (iterating it would read the files 's', 'i', ...); None is none."""
+    if rules is None:
+        return ()
+    if isinstance(rules, (str, os.PathLike)):
+        _check_path("rules", rules)
+        return (rules,)
+    if not isinstance(rules, (tuple, list)):
+        raise InputError("rules", rules, "a rule file path, or a tuple or list of them")
+    for i, path in enumerate(rules):
+        if not isinstance(path, (str, os.PathLike)):
+            raise InputError(f"rules[{i}]", path, "a rule file path (str or os.PathLike)")
+        _check_path(f"rules[{i}]", path)
+    return tuple(rules)
+
+
+def _check_path(field: str, path) -> None:
+    """A path the OS can be asked about: encodable (no lone surrogate) and without a NUL byte, which
+    every os call would refuse with a bare UnicodeEncodeError or ValueError."""
+    try:
+        encoded = os.fsencode(path)
+    except (UnicodeEncodeError, TypeError):
+        raise InputError(field, path, "a file path the file system can encode") from None
+    if b"\0" in encoded:
+        raise InputError(field, path, "a file path without a NUL byte")
+
+
+def as_engine_name(engine: Any) -> str | None:
+    """`engine=` as None or a str (which names an engine the rule book then selects or refuses)."""
+    if engine is None or isinstance(engine, str):
+        return engine
+    raise InputError("engine", engine, ENGINE_WANT)
+
+
+ENGINE_WANT = "'durable', 'python', or None (then $ADVISOR_ENGINE, else durable where it imports)"

@@ -56,6 +56,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import InputError
+from .bounds import MAX_LAYERS
 
 __all__ = ["model_fields_from_hf_config", "HFModelFields", "SUPPORTED_MODEL_TYPES"]
 
@@ -159,7 +160,7 @@ def model_fields_from_hf_config(path_or_dict: str | os.PathLike[str] | Mapping[s
     fam = _FAMILIES[model_type]
     r = _Reader(cfg, model_type, where)
 
-    layers = r.required(_LAYERS)
+    layers = r.required(_LAYERS, most=MAX_LAYERS)      # before _qwen3_moe lists the layers
     hidden = r.required(_HIDDEN)
     heads = r.required(_HEADS)
     vocab = r.required(_VOCAB)
@@ -336,21 +337,26 @@ class _Reader:
         raise InputError(f"hf_config.{keys[0]}", None,
                          f"a positive integer (the key is missing for model_type '{self.model_type}')", hint)
 
-    def value(self, key: str, v: Any, allow_zero: bool = False) -> int:
+    def value(self, key: str, v: Any, allow_zero: bool = False, most: int | None = None) -> int:
+        """`v` as an int; `most`: its upper bound, checked here when work before advisor.Model's own
+        bound check grows with the value (a loop over the layers)."""
         ok = isinstance(v, int) and not isinstance(v, bool) and (v > 0 or (allow_zero and v == 0))
         if not ok:
             want = "a non-negative integer" if allow_zero else "a positive integer"
             raise InputError(f"hf_config.{key}", v, f"{want} (model_type '{self.model_type}')", _where(self.where))
+        if most is not None and v > most:
+            raise InputError(f"hf_config.{key}", v, f"at most {most:,} (model_type '{self.model_type}')",
+                             _where(self.where))
         return v
 
-    def optional(self, keys: tuple[str, ...], allow_zero: bool = False) -> int | None:
+    def optional(self, keys: tuple[str, ...], allow_zero: bool = False, most: int | None = None) -> int | None:
         for k in keys:
             if self.cfg.get(k) is not None:
-                return self.value(k, self.cfg[k], allow_zero)
+                return self.value(k, self.cfg[k], allow_zero, most)
         return None
 
-    def required(self, keys: tuple[str, ...], allow_zero: bool = False) -> int:
-        v = self.optional(keys, allow_zero)
+    def required(self, keys: tuple[str, ...], allow_zero: bool = False, most: int | None = None) -> int:
+        v = self.optional(keys, allow_zero, most)
         if v is None:
             self.missing(keys)
         return v  # type: ignore[return-value]
@@ -394,6 +400,8 @@ def _load(path_or_dict: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[Map
     except json.JSONDecodeError as e:
         raise InputError("hf_config", str(path), "a JSON object",
                          f"not JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
+    except (ValueError, RecursionError) as e:   # an integer of over 4300 digits; arrays nested ~1000 deep
+        raise InputError("hf_config", str(path), "a JSON object", f"not readable: {e}"[:200]) from None
     if not isinstance(cfg, dict):
         raise InputError("hf_config", str(path), "a JSON object", f"the file holds a {type(cfg).__name__}")
     return cfg, str(path)

@@ -14,6 +14,7 @@ from typing import Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..errors import InputError
+from .screen import screen
 
 __all__ = ["Layout", "Framework", "Recompute", "Offload"]
 
@@ -62,6 +63,11 @@ class Layout(BaseModel):
     offload: Offload = "none"
     """What ZeRO moves off the GPU."""
     offload_device: Literal["cpu", "nvme"] = "cpu"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _screen(cls, data: object) -> object:
+        return screen(cls, data)
 
     @model_validator(mode="after")
     def _check(self) -> "Layout":

@@ -14,7 +14,9 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from ..errors import InputError
 from . import presets
 from .architecture import count_parameters
+from .bounds import MAX_DIM, MAX_EXPERTS, MAX_GPUS, MAX_LAYERS, MAX_PARAMS
 from .hf import model_fields_from_hf_config
+from .screen import screen
 from .units import to_bytes, to_bytes_per_second, to_count, to_flops_per_second, to_tokens
 
 __all__ = ["GPU", "Cluster", "MLA", "Model", "Training", "Precision", "resolve_training"]
@@ -32,15 +34,18 @@ FlopRate = Annotated[float, _unit(to_flops_per_second, "peak_flops")]
 Tokens = Annotated[int, _unit(to_tokens, "seq_len")]
 Count = Annotated[int, _unit(to_count, "params")]
 
-# Bounds that keep every derived number inside int64 for the rule engine (durable_rules compares
-# ints >= 2**64 wrongly; research/durable-rules.md §4.3) and reject absurd inputs with a message.
-MAX_GPUS = 1 << 20
-MAX_DIM = 1 << 20
-MAX_PARAMS = 10**15         # 1,000x the largest models trained; keeps every fact inside int64
+
+
+MAX_FP8_SPEEDUP = 3.0
 
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _screen(cls, data: Any) -> Any:
+        return screen(cls, data)
 
 
 class GPU(_Frozen):
@@ -72,6 +77,13 @@ class GPU(_Frozen):
             raise InputError("GPU.memory", self.memory, "at least 1 GiB", 'write the unit, e.g. "80 GiB"')
         if self.peak_flops < 1e12:
             raise InputError("GPU.peak_flops", self.peak_flops, "at least 1 TFLOP/s", 'write the unit, e.g. "989 TFLOP/s"')
+        # Dense FP8 runs at 2x the dense 16-bit rate on every part with FP8 tensor cores (H100, H200,
+        # L40S, B200, MI300X: 2.0-2.02x); 3x leaves room for a new part and catches the common slip,
+        # the sparse FP8 figure (4x), which would price every FP8 GEMM at twice what it runs at.
+        if self.peak_flops_fp8 is not None and self.peak_flops_fp8 > MAX_FP8_SPEEDUP * self.peak_flops:
+            raise InputError("GPU.peak_flops_fp8", self.peak_flops_fp8,
+                             f"at most {MAX_FP8_SPEEDUP:g}x peak_flops ({self.peak_flops:.4g} FLOP/s)",
+                             "the dense FP8 peak, without sparsity (2x the dense 16-bit peak on current parts)")
         return self
 
 
@@ -155,7 +167,7 @@ class Model(_Frozen):
     """
 
     name: str = "custom"
-    layers: int = Field(ge=1, le=100_000)
+    layers: int = Field(ge=1, le=MAX_LAYERS)
     hidden: int = Field(ge=1, le=MAX_DIM)
     heads: int = Field(ge=1, le=MAX_DIM)
     kv_heads: int | None = Field(None, ge=1, le=MAX_DIM)
@@ -179,14 +191,14 @@ class Model(_Frozen):
     --qk-layernorm): 2 x head_dim weights per layer (x2 for LayerNorm's bias), replicated over TP."""
     embedding_norm: bool = False
     """A norm right after the token embedding (BLOOM's word_embeddings_layernorm)."""
-    experts: int = Field(1, ge=1, le=65_536)
+    experts: int = Field(1, ge=1, le=MAX_EXPERTS)
     """Routed experts per MoE layer; 1 means a dense model."""
-    experts_per_token: int = Field(1, ge=1, le=65_536)
+    experts_per_token: int = Field(1, ge=1, le=MAX_EXPERTS)
     """Routed experts each token visits (top-k)."""
     shared_experts: int = Field(0, ge=0, le=1024)
     moe_ffn_hidden: int | None = Field(None, ge=1, le=MAX_DIM * 8)
     """Inner size of one expert; None means ffn_hidden."""
-    dense_layers: int = Field(0, ge=0, le=100_000)
+    dense_layers: int = Field(0, ge=0, le=MAX_LAYERS)
     """Leading layers that use the dense MLP in an MoE model (DeepSeek-V3: 3)."""
     moe_layer_freq: int = Field(1, ge=1, le=1000)
     """Every n-th layer after the dense ones is MoE (1 = all of them)."""
