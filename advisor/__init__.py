@@ -9,7 +9,8 @@ from importlib import import_module
 
 from ._version import __version__
 from .costmodel import Assumptions, Estimate, estimate
-from .errors import AdvisorError, EngineError, InputError, RuleFileError, UnknownPresetError
+from .errors import (AdvisorError, EngineError, EstimateError, InputError, RuleFileError, UnknownEngineError,
+                     UnknownPresetError)
 from .inputs.layout import Layout
 from .inputs.specs import GPU, MLA, Cluster, Model, Training
 
@@ -24,7 +25,8 @@ _LAZY = {
 
 __all__ = [
     "__version__", "estimate", "Estimate", "Assumptions", "Cluster", "GPU", "MLA", "Model", "Training", "Layout",
-    "AdvisorError", "EngineError", "InputError", "RuleFileError", "UnknownPresetError", *_LAZY,
+    "AdvisorError", "EngineError", "EstimateError", "InputError", "RuleFileError", "UnknownEngineError",
+    "UnknownPresetError", *_LAZY,
 ]
 
 
