@@ -19,30 +19,13 @@ __all__ = ["Ctx", "resolve", "hbm_bandwidth", "memoised", "remember"]
 MEGATRON_FRAMEWORKS = ("megatron", "megatron+deepspeed")
 DEEPSPEED_FRAMEWORKS = ("deepspeed", "megatron+deepspeed")
 
-# HBM bandwidth per GPU preset, bytes/s (vendor datasheets). `advisor.GPU` has no bandwidth field
-# yet, so the cost model keeps this small table; unknown GPUs fall back to peak_flops / 150
-# (the A100's FLOP:byte ratio, 312e12 / 2.04e12 = 153).
-_HBM = {
-    "V100-16GB": 900e9,       # Tesla V100 SXM2 datasheet: 900 GB/s
-    "V100-32GB": 900e9,
-    "A100-40GB": 1555e9,      # A100 datasheet, SXM 40GB: 1,555 GB/s
-    "A100-80GB": 2039e9,      # A100 datasheet, SXM 80GB: 2,039 GB/s
-    "H100-SXM-80GB": 3350e9,  # H100 datasheet, SXM: 3.35 TB/s
-    "H800": 3350e9,
-    "H200": 4800e9,           # H200 datasheet: 4.8 TB/s
-    "B200": 8000e9,           # HGX B200 datasheet: 8 TB/s per GPU
-    "B300": 8000e9,
-    "GB200": 8000e9,
-    "GB300": 8000e9,
-    "MI300X": 5300e9,         # AMD Instinct MI300X datasheet: 5.3 TB/s
-    "L40S": 864e9,            # L40S datasheet: 864 GB/s (GDDR6)
-}
+# A part without a stated memory bandwidth is priced at the A100's FLOP:byte ratio (312e12 / 2.04e12 = 153).
+FLOPS_PER_HBM_BYTE = 150.0
 
 
 def hbm_bandwidth(gpu) -> float:
-    if "memory_bandwidth" in type(gpu).model_fields and gpu.memory_bandwidth:
-        return float(gpu.memory_bandwidth)
-    return _HBM.get(gpu.name, gpu.peak_flops / 150.0)
+    """Device memory bandwidth, bytes/s: the preset's datasheet figure (GPU.memory_bandwidth)."""
+    return float(gpu.memory_bandwidth) if gpu.memory_bandwidth else gpu.peak_flops / FLOPS_PER_HBM_BYTE
 
 
 class Ctx:

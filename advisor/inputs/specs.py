@@ -60,6 +60,9 @@ class GPU(_Frozen):
     """Dense FP8 peak without sparsity; None when the part has no FP8 tensor cores."""
     nvlink_bandwidth: ByteRate
     """Total NVLink (or Infinity Fabric) bandwidth per GPU, both directions, as vendors quote it."""
+    memory_bandwidth: ByteRate | None = None
+    """Device memory (HBM) bandwidth, e.g. "3.35 TB/s". None: peak_flops / 150 bytes/s, the A100's
+    FLOP:byte ratio (312e12 / 2.04e12 = 153), for a part whose datasheet you do not have."""
     gpus_per_node: int = Field(8, ge=1, le=1024)
     """GPUs in one server (or compute tray)."""
     nvlink_domain: int | None = Field(None, ge=1, le=MAX_GPUS)
