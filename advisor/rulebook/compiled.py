@@ -292,11 +292,13 @@ def _count(node: dict, parent: str | None) -> int:
 
 
 def dedupe(values: Iterable[Any]) -> list:
-    out: list = []
+    """`values` without repeats, first occurrence kept; equal only within one type class (True
+    and 1 stay distinct). Linear: keyed by (class, value), which hashes exactly like `==` compares
+    for the finite scalars normalize_value lets through (1 == 1.0 and -0.0 == 0.0 hash alike)."""
+    seen: dict = {}
     for v in values:
-        if not any(kind_of(v) == kind_of(o) and v == o for o in out):
-            out.append(v)
-    return out
+        seen.setdefault((kind_of(v), v), v)
+    return list(seen.values())
 
 
 def check_ruleset(name: str, rules: Iterable[CompiledRule]) -> tuple[tuple[CompiledRule, ...], dict[str, str]]:

@@ -36,6 +36,12 @@ MAX_RULES_PER_FILE = MAX_RULES_PER_RULESET   # each file compiles to one ruleset
 MAX_RULE_FILE_BYTES = 512 * 1024
 ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)+$")
 LEAF_RE = re.compile(r"^\s*([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)\s*(==|!=|<=|>=|<|>|\bin\b)\s*(.+?)\s*$")
+# LEAF_RE is the documented grammar (it goes into the JSON schema, so it stays ECMA-compatible).
+# Matching it directly backtracks quadratically on long whitespace runs (a `when` padded with
+# 100k spaces took 29 s, reliability-probe finding 6). `_LEAF_LINEAR` accepts the same strings
+# with the same groups once the text is stripped (str.strip and \s agree on what whitespace is),
+# and its possessive quantifiers (Python >= 3.11) leave nothing to backtrack into.
+_LEAF_LINEAR = re.compile(r"([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)\s*+(==|!=|<=|>=|<|>|\bin\b)\s*+(.+)")
 PLACEHOLDER_RE = re.compile(r"\{([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)(?::([^{}]*))?\}")
 _FORMAT_SPEC_RE = re.compile(r"^[<>^]?[0-9]*,?(\.[0-9]+)?[dfg%]?$")
 
@@ -135,7 +141,7 @@ def parse_condition(node: Any, where: tuple[str, str | None, str]) -> dict[str, 
     """Parse a `when` value into the condition tree; `where` = (path, rule id, field) for errors."""
     path, rule_id, fld = where
     if isinstance(node, str):
-        m = LEAF_RE.match(node)
+        m = _LEAF_LINEAR.fullmatch(node.strip())
         if not m:
             raise RuleFileError(path, rule_id, fld, node, "'<group>.<field> <op> <literal>' with op in == != < <= > >= in")
         name, op, raw = m.groups()
