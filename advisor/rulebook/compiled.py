@@ -32,6 +32,9 @@ __all__ = [
     "MAX_RULES_PER_RULESET",
     "MAX_PRI",
     "MAX_GROUPS_PER_RULE",
+    "MAX_TESTS_PER_RULESET",
+    "leaf_tests",
+    "count_groups",
     "MAX_FACT_PROPERTIES",
     "RESERVED_GROUPS",
     "dedupe",
@@ -59,6 +62,16 @@ MAX_PRI = 65_534
 # (measured). The durable translation spends one group on the kind guard, so a rule's
 # condition may use at most 14 (see `count_groups` for how groups are counted).
 MAX_GROUPS_PER_RULE = 14
+# One alpha node of durable's network holds at most 511 distinct child tests. Measured on
+# durable_rules 2.0.28 (CPython 3.11, one subprocess per size, 4 s timeout): a ruleset whose
+# `in`/`any` branches put 512 distinct tests under the `kind` node hangs inside the first
+# assert_fact with the GIL held (the whole process freezes); from ~600 it hangs inside
+# register_rulesets; 511 evaluate in < 1 ms. Identical tests are shared (two rules with the same
+# 300-value list cost 300), an `all` chains its tests (2000 `!=` in one `all` ran), and every
+# other rule's first test takes a slot too (an `in` of 501 values plus 10 rules hung at 502).
+# Counting every distinct leaf test of the ruleset (each `in` value apart) bounds any node's
+# children; 192 plus the 60 rules and the sink stays under half of 511.
+MAX_TESTS_PER_RULESET = 192
 # durable rejects facts with more than ~253 properties, nested ones included (error 302,
 # research §4.3); §7.6 keeps a margin. kind/id/sid are added by the durable adapter.
 MAX_FACT_PROPERTIES = 200
@@ -301,6 +314,23 @@ def dedupe(values: Iterable[Any]) -> list:
     return list(seen.values())
 
 
+def leaf_tests(node: Mapping[str, Any], out: set | None = None) -> set:
+    """The distinct tests durable builds for a condition: (field, op, type class, value), an `in`
+    contributing one `==` per value. Iterative, so no depth reaches Python's recursion limit."""
+    out = set() if out is None else out
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        kids = n.get("all", n.get("any"))
+        if kids is not None:
+            stack.extend(kids)
+        elif n["op"] == "in":
+            out.update((n["field"], "==", kind_of(v), v) for v in n["value"])
+        else:
+            out.add((n["field"], n["op"], kind_of(n["value"]), n["value"]))
+    return out
+
+
 def check_ruleset(name: str, rules: Iterable[CompiledRule]) -> tuple[tuple[CompiledRule, ...], dict[str, str]]:
     """Validate one compiled ruleset; return (rules with normalised private conditions, field kinds).
 
@@ -319,6 +349,7 @@ def check_ruleset(name: str, rules: Iterable[CompiledRule]) -> tuple[tuple[Compi
     out: list[CompiledRule] = []
     seen_ids: set[str] = set()
     kinds: dict[str, str] = {}
+    tests: set = set()
     for i, rule in enumerate(rules):
         if not isinstance(rule, CompiledRule):
             raise EngineError(f"ruleset {name!r}: item {i} is not a CompiledRule: {rule!r}")
@@ -336,6 +367,11 @@ def check_ruleset(name: str, rules: Iterable[CompiledRule]) -> tuple[tuple[Compi
                 f"ruleset {name!r}: condition uses {groups} all/any/in groups; durable allows at most {MAX_GROUPS_PER_RULE} (error 113)",
                 rule_id=rule.id,
             )
+        leaf_tests(cond, tests)
+        if len(tests) > MAX_TESTS_PER_RULESET:
+            raise EngineError(
+                f"ruleset {name!r}: {len(tests)} distinct tests (each `in` value counts); at most "
+                f"{MAX_TESTS_PER_RULESET}: durable_rules hangs with 512 under one node", rule_id=rule.id)
         out.append(CompiledRule(rule.id, rule.pri, cond))
     return tuple(out), kinds
 
