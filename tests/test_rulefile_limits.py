@@ -276,6 +276,11 @@ def test_deep_toml_nesting_is_a_rule_file_error(tmp_path, depth):
     refused(write(tmp_path, "x = " + "[" * 3 * depth + "]" * 3 * depth + "\n", "arrays.toml"), "toml", "nested")
 
 
+def test_errors_show_long_values_by_their_start(tmp_path):
+    err = refused(write(tmp_path, rule("[" + ", ".join(["1"] * 100_000) + "]")), r"when\..*")
+    assert len(str(err)) < 1000
+
+
 def test_condition_nesting_is_capped_before_recursing(tmp_path):
     depth = MAX_CONDITION_DEPTH + 5
     refused(write(tmp_path, rule("{ all = [" * depth + quoted("cluster.gpus == 1") + "] }" * depth)),

@@ -36,7 +36,7 @@ __all__ = ["Reference", "RuleSpec", "Rule", "RuleBook", "load_rulebook", "builti
            "builtin_rules_dir", "parse_condition", "render_message", "ruleset_name"]
 
 MAX_RULES_PER_FILE = MAX_RULES_PER_RULESET   # each file compiles to one ruleset: the engines' limit (durable-rules.md §4.5)
-MAX_RULE_FILE_BYTES = 512 * 1024
+MAX_RULE_FILE_BYTES = 512 * 1024       # 20x the largest built-in file (audit-megatron.toml, 25 KB)
 # Where tomllib's recursion gives out with the default recursion limit (1000): ~300 levels of
 # nested arrays or inline tables (measured, reliability-probe §2.3). Named in the error only.
 TOML_NESTING_HINT = 300
@@ -358,7 +358,10 @@ def _compile_file(path: Path, file_index: int, tiers: dict[str, int], seen: dict
             spec = RuleSpec.model_validate(raw)
         except ValidationError as exc:
             err = exc.errors()[0]
-            raise RuleFileError(str(path), rid, _pydantic_field(err), err.get("input"), err["msg"]) from None
+            have = err.get("input")
+            if len(shown := repr(have)) > 200:      # a 100k-element list would fill the message
+                have = _preview(shown)
+            raise RuleFileError(str(path), rid, _pydantic_field(err), have, err["msg"]) from None
         if not ID_RE.match(spec.id):
             raise RuleFileError(str(path), rid, "id", spec.id, "lower-case '<area>.<kebab-name>', e.g. 'matrix.small-cluster-zero'")
         if spec.id in seen:
