@@ -33,6 +33,8 @@ __all__ = [
     "MAX_PRI",
     "MAX_GROUPS_PER_RULE",
     "MAX_TESTS_PER_RULESET",
+    "MAX_TRUE_TESTS_PER_RULESET",
+    "true_test_bound",
     "leaf_tests",
     "count_groups",
     "MAX_FACT_PROPERTIES",
@@ -51,8 +53,8 @@ _ORDER_OPS = frozenset({"<", "<=", ">", ">="})
 # 64 matching siblings under the shared `kind` test raise error 303 and nothing fires
 # (research §4.5). Every rule is one pattern under that test, so cap the rule count below 64.
 # The cap does not exclude 303 entirely: each branch of an `any` (and each value of an `in`
-# inside an `any`) is its own sibling, so wide `any`s can still overflow; the durable adapter
-# then raises EngineError naming error 303 (tests/test_engine.py::test_alpha_stack_overflow_surfaces).
+# inside an `any`) is its own sibling, so wide `any`s can still overflow; MAX_TRUE_TESTS_PER_RULESET
+# below closes that (tests/test_engine.py::test_alpha_stack_overflow_is_refused_before_durable_sees_it).
 MAX_RULES_PER_RULESET = 60
 # durable stores `pri` in an unsigned short (rete.h `unsigned short priority`): 70000 silently
 # becomes 4464 and fires before pri 5000 (measured). 65535 is reserved for the engine's sink rule.
@@ -72,6 +74,13 @@ MAX_GROUPS_PER_RULE = 14
 # Counting every distinct leaf test of the ruleset (each `in` value apart) bounds any node's
 # children; 192 plus the 60 rules and the sink stays under half of 511.
 MAX_TESTS_PER_RULESET = 192
+# durable walks the matching children of a node with a fixed 64-entry stack (research §4.5).
+# Measured (one subprocess per size): 64 true `>=` branches evaluate; 65 (one `any` of 65, or
+# two of 33) abort the process with "free(): invalid pointer" or, in a warm process, raise error
+# 303. `true_test_bound` counts how many distinct tests can hold for one fact (summed over
+# fields, the most any one value of each field satisfies); 48 leaves a quarter of the stack for
+# chained tests.
+MAX_TRUE_TESTS_PER_RULESET = 48
 # durable rejects facts with more than ~253 properties, nested ones included (error 302,
 # research §4.3); §7.6 keeps a margin. kind/id/sid are added by the durable adapter.
 MAX_FACT_PROPERTIES = 200
@@ -331,6 +340,30 @@ def leaf_tests(node: Mapping[str, Any], out: set | None = None) -> set:
     return out
 
 
+_HOLDS = {"==": lambda x, c: x == c, "!=": lambda x, c: x != c, "<": lambda x, c: x < c,
+          "<=": lambda x, c: x <= c, ">": lambda x, c: x > c, ">=": lambda x, c: x >= c}
+
+
+def true_test_bound(tests: Iterable[tuple]) -> int:
+    """The most of `tests` (leaf_tests' tuples) that one fact can satisfy at once: per field, the
+    maximum over every value that decides a test (each constant, a point between each two, one
+    beyond both ends, a value equal to none), summed over fields. Exact per field, an upper bound
+    across fields (they vary independently)."""
+    by_field: dict[str, list[tuple[str, Any]]] = {}
+    for field, op, _kind, value in tests:
+        by_field.setdefault(field, []).append((op, value))
+    total = 0
+    for field_tests in by_field.values():
+        constants = sorted({v for _, v in field_tests}, key=lambda v: (str(type(v)), v))
+        if all(kind_of(v) == "number" for v in constants):
+            points = constants + [(a + b) / 2 for a, b in zip(constants, constants[1:])]
+            points += [constants[0] - 1, constants[-1] + 1]
+        else:   # bool/str: only == and != (check_ruleset enforces it); a fresh value fails every ==
+            points = constants + [object()]
+        total += max(sum(1 for op, c in field_tests if _HOLDS[op](x, c)) for x in points)
+    return total
+
+
 def check_ruleset(name: str, rules: Iterable[CompiledRule]) -> tuple[tuple[CompiledRule, ...], dict[str, str]]:
     """Validate one compiled ruleset; return (rules with normalised private conditions, field kinds).
 
@@ -372,6 +405,12 @@ def check_ruleset(name: str, rules: Iterable[CompiledRule]) -> tuple[tuple[Compi
             raise EngineError(
                 f"ruleset {name!r}: {len(tests)} distinct tests (each `in` value counts); at most "
                 f"{MAX_TESTS_PER_RULESET}: durable_rules hangs with 512 under one node", rule_id=rule.id)
+        true_tests = true_test_bound(tests)
+        if true_tests > MAX_TRUE_TESTS_PER_RULESET:
+            raise EngineError(
+                f"ruleset {name!r}: up to {true_tests} tests can hold for one fact; at most "
+                f"{MAX_TRUE_TESTS_PER_RULESET}: durable_rules overflows its 64-entry match stack "
+                f"(error 303 or a crash) beyond 64", rule_id=rule.id)
         out.append(CompiledRule(rule.id, rule.pri, cond))
     return tuple(out), kinds
 

@@ -29,8 +29,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..errors import EngineError, RuleFileError
 from ..facts import CATALOGUE
 from .actions import Action, Finding, Limit
-from .compiled import (MAX_GROUPS_PER_RULE, MAX_RULES_PER_RULESET, MAX_TESTS_PER_RULESET, CompiledRule,
-                       count_groups, leaf_tests, normalize_value)
+from .compiled import (MAX_GROUPS_PER_RULE, MAX_RULES_PER_RULESET, MAX_TESTS_PER_RULESET, MAX_TRUE_TESTS_PER_RULESET,
+                       CompiledRule, count_groups, leaf_tests, normalize_value, true_test_bound)
 
 __all__ = ["Reference", "RuleSpec", "Rule", "RuleBook", "load_rulebook", "builtin_rulebook",
            "builtin_rules_dir", "parse_condition", "render_message", "ruleset_name"]
@@ -406,6 +406,11 @@ def _check_engine_limits(condition: dict, file_tests: set, where) -> None:
     if len(file_tests) > MAX_TESTS_PER_RULESET:
         raise RuleFileError(*where, f"the file's rules reach {len(file_tests)} distinct tests here (each `in` value counts)",
                             f"at most {MAX_TESTS_PER_RULESET} per file (durable_rules hangs at 512); split the file")
+    true_tests = true_test_bound(file_tests)
+    if true_tests > MAX_TRUE_TESTS_PER_RULESET:
+        raise RuleFileError(*where, f"the file's rules reach {true_tests} tests that can hold at once here "
+                            "(one per field for ==/in, every !=, <, <=, >, >=)",
+                            f"at most {MAX_TRUE_TESTS_PER_RULESET} per file (durable_rules crashes beyond 64); split the file")
 
 
 def _check_template(text: str, scope: str, where) -> None:
