@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 import advisor
 from advisor import EngineError, RuleFileError
 from advisor.rulebook import session
-from advisor.rulebook.compiled import MAX_TESTS_PER_RULESET, CompiledRule, check_ruleset, dedupe
+from advisor.rulebook.compiled import (MAX_TESTS_PER_RULESET, MAX_TRUE_TESTS_PER_RULESET, CompiledRule, check_ruleset,
+                                       dedupe, leaf_tests, true_test_bound)
 from advisor.rulebook.engines import durable as durable_engine
 from advisor.rulebook.load import (LEAF_RE, MAX_BRANCHES, MAX_CONDITION_CHARS, MAX_CONDITION_DEPTH,
                                    MAX_FORMAT_PRECISION, MAX_FORMAT_WIDTH, MAX_IN_VALUES, MAX_RENDERED_CHARS,
@@ -115,6 +116,28 @@ def test_check_ruleset_refuses_the_hang_for_direct_engine_callers():
         check_ruleset("site", rules)
 
 
+def any_at_least(n: int, base: int) -> str:
+    """An `any` of n ordered tests that all hold for any cluster of at least one GPU."""
+    return "{ any = [" + ", ".join(quoted(f"cluster.gpus >= {base - i}") for i in range(n)) + "] }"
+
+
+def test_more_true_tests_than_durables_match_stack_is_refused(tmp_path):
+    # Two rules of 33 true `>=` branches aborted the process in durable (free(): invalid pointer).
+    text = rule(any_at_least(33, 0), rid="site.a") + rule(any_at_least(33, -100), rid="site.b")
+    err = refused(write(tmp_path, text), "when", str(MAX_TRUE_TESTS_PER_RULESET))
+    assert err.rule_id == "site.b"
+
+
+def test_true_test_bound_is_exact_per_field():
+    def bound(*leaves):
+        return true_test_bound(leaf_tests({"all": [{"field": f, "op": op, "value": v} for f, op, v in leaves]}))
+    assert bound(("c.n", ">", 1), ("c.n", "<=", 1)) == 1                  # exclusive
+    assert bound(("c.n", ">", 1), ("c.n", ">", 5), ("c.n", "!=", 3)) == 3  # all hold at 6
+    assert bound(("c.n", "in", [1, 2, 3])) == 1
+    assert bound(("c.s", "!=", "a"), ("c.s", "!=", "b"), ("c.s", "==", "a")) == 2
+    assert bound(("c.n", ">", 1), ("c.m", ">", 1)) == 2                    # fields add up
+
+
 def nested_groups(levels: int) -> str:
     """all/any alternating `levels` deep, two children each: `levels` groups for durable."""
     node = quoted("cluster.gpus == 1")
@@ -149,7 +172,9 @@ print("ok", len(book.rules))
 
 
 def limit_files(tmp_path: Path) -> list[Path]:
-    """Rule files at every load limit at once, one ruleset budget per file."""
+    """Rule files at every load limit at once: the distinct-test budget, the widest `any`, the
+    deepest nesting, 14 groups, the longest lists, and the most tests true at once (all of them
+    hold for every cluster the watchdog asks about)."""
     third = MAX_IN_VALUES
     full_budget = "".join(rule(in_list(third, base=10_000 * k), rid=f"site.sizes-{k}")
                           for k in range(MAX_TESTS_PER_RULESET // third))
@@ -158,8 +183,10 @@ def limit_files(tmp_path: Path) -> list[Path]:
     deep_and_groups = rule(deep, rid="site.deep") + rule(nested_groups(14), rid="site.groups")
     names = rule(quoted("cluster.gpu_name in [" + ", ".join(f'"gpu-{i:055d}"' for i in range(MAX_IN_VALUES)) + "]"),
                  rid="site.long-names")
+    half = MAX_TRUE_TESTS_PER_RULESET // 2
+    stack = rule(any_at_least(half, 0), rid="site.stack-a") + rule(any_at_least(half, -100), rid="site.stack-b")
     texts = {"budget.toml": full_budget, "wide.toml": wide_any, "deep.toml": deep_and_groups,
-             "site policy (1).toml": names}
+             "site policy (1).toml": names, "stack.toml": stack}
     return [write(tmp_path, text, name) for name, text in texts.items()]
 
 
