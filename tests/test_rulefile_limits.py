@@ -7,6 +7,7 @@ loader accepts at its limits on durable in a subprocess that is killed if it han
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -46,15 +47,16 @@ title = "Allowed job sizes"
 tier = "{tier}"
 when = {when}
 then = [{{ action = "checklist" }}]
-message = "{message}"
+message = {quoted(message)}
 rationale = "A reproducer from the reliability probe."
 references = [{{ title = "probe", url = "https://example.org" }}]
 examples = {{ fire = [{{ "cluster.gpus" = 64 }}], no_fire = [{{ "cluster.gpus" = 100000 }}] }}
 '''
 
 
-def quoted(leaf: str) -> str:
-    return '"' + leaf.replace("\\", "\\\\").replace('"', '\\"') + '"'
+def quoted(text: str) -> str:
+    """`text` as a TOML basic string (JSON's escapes are TOML's; non-ASCII stays literal)."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 def in_list(n: int, base: int = 0) -> str:
@@ -422,7 +424,7 @@ LEAVES = st.one_of(
 def _tree(depth_budget):
     return st.recursive(LEAVES.map(quoted), lambda kids: st.builds(
         lambda key, items: f"{{ {key} = [{', '.join(items)}] }}", st.sampled_from(["all", "any"]),
-        st.lists(kids, min_size=0, max_size=6)), max_leaves=depth_budget)
+        st.lists(kids, min_size=1, max_size=6)), max_leaves=depth_budget)
 
 
 SPECS = st.one_of(st.just(""), st.from_regex(r"[<>^]?[0-9]{0,12},?(\.[0-9]{1,12})?[dfgs%x]?", fullmatch=True),
@@ -435,7 +437,7 @@ FACTS = st.sampled_from(["cluster.gpus", "cluster.gpu_memory_gib", "cluster.gpu_
 def test_hostile_rule_files_fail_cleanly_or_evaluate_quickly(tmp_path_factory, when, fact, spec, wide):
     directory = tmp_path_factory.mktemp("hostile")
     message = "value {" + fact + (":" + spec if spec else "") + "}"
-    text = rule(when, message=message.replace("\\", "").replace('"', "")) + "".join(
+    text = rule(when, message=message) + "".join(
         rule(in_list(MAX_IN_VALUES, base=1000 * k), rid=f"site.wide-{k}") for k in range(wide))
     path = write(directory, text)
     start = time.perf_counter()
