@@ -32,6 +32,11 @@ __all__ = [
     "MAX_RULES_PER_RULESET",
     "MAX_PRI",
     "MAX_GROUPS_PER_RULE",
+    "MAX_TESTS_PER_RULESET",
+    "MAX_TRUE_TESTS_PER_RULESET",
+    "true_test_bound",
+    "leaf_tests",
+    "count_groups",
     "MAX_FACT_PROPERTIES",
     "RESERVED_GROUPS",
     "dedupe",
@@ -48,8 +53,8 @@ _ORDER_OPS = frozenset({"<", "<=", ">", ">="})
 # 64 matching siblings under the shared `kind` test raise error 303 and nothing fires
 # (research §4.5). Every rule is one pattern under that test, so cap the rule count below 64.
 # The cap does not exclude 303 entirely: each branch of an `any` (and each value of an `in`
-# inside an `any`) is its own sibling, so wide `any`s can still overflow; the durable adapter
-# then raises EngineError naming error 303 (tests/test_engine.py::test_alpha_stack_overflow_surfaces).
+# inside an `any`) is its own sibling, so wide `any`s can still overflow; MAX_TRUE_TESTS_PER_RULESET
+# below closes that (tests/test_engine.py::test_alpha_stack_overflow_is_refused_before_durable_sees_it).
 MAX_RULES_PER_RULESET = 60
 # durable stores `pri` in an unsigned short (rete.h `unsigned short priority`): 70000 silently
 # becomes 4464 and fires before pri 5000 (measured). 65535 is reserved for the engine's sink rule.
@@ -59,6 +64,23 @@ MAX_PRI = 65_534
 # (measured). The durable translation spends one group on the kind guard, so a rule's
 # condition may use at most 14 (see `count_groups` for how groups are counted).
 MAX_GROUPS_PER_RULE = 14
+# One alpha node of durable's network holds at most 511 distinct child tests. Measured on
+# durable_rules 2.0.28 (CPython 3.11, one subprocess per size, 4 s timeout): a ruleset whose
+# `in`/`any` branches put 512 distinct tests under the `kind` node hangs inside the first
+# assert_fact with the GIL held (the whole process freezes); from ~600 it hangs inside
+# register_rulesets; 511 evaluate in < 1 ms. Identical tests are shared (two rules with the same
+# 300-value list cost 300), an `all` chains its tests (2000 `!=` in one `all` ran), and every
+# other rule's first test takes a slot too (an `in` of 501 values plus 10 rules hung at 502).
+# Counting every distinct leaf test of the ruleset (each `in` value apart) bounds any node's
+# children; 192 plus the 60 rules and the sink stays under half of 511.
+MAX_TESTS_PER_RULESET = 192
+# durable walks the matching children of a node with a fixed 64-entry stack (research §4.5).
+# Measured (one subprocess per size): 64 true `>=` branches evaluate; 65 (one `any` of 65, or
+# two of 33) abort the process with "free(): invalid pointer" or, in a warm process, raise error
+# 303. `true_test_bound` counts how many distinct tests can hold for one fact (summed over
+# fields, the most any one value of each field satisfies); 48 leaves a quarter of the stack for
+# chained tests.
+MAX_TRUE_TESTS_PER_RULESET = 48
 # durable rejects facts with more than ~253 properties, nested ones included (error 302,
 # research §4.3); §7.6 keeps a margin. kind/id/sid are added by the durable adapter.
 MAX_FACT_PROPERTIES = 200
@@ -292,11 +314,54 @@ def _count(node: dict, parent: str | None) -> int:
 
 
 def dedupe(values: Iterable[Any]) -> list:
-    out: list = []
+    """`values` without repeats, first occurrence kept; equal only within one type class (True
+    and 1 stay distinct). Linear: keyed by (class, value), which hashes exactly like `==` compares
+    for the finite scalars normalize_value lets through (1 == 1.0 and -0.0 == 0.0 hash alike)."""
+    seen: dict = {}
     for v in values:
-        if not any(kind_of(v) == kind_of(o) and v == o for o in out):
-            out.append(v)
+        seen.setdefault((kind_of(v), v), v)
+    return list(seen.values())
+
+
+def leaf_tests(node: Mapping[str, Any], out: set | None = None) -> set:
+    """The distinct tests durable builds for a condition: (field, op, type class, value), an `in`
+    contributing one `==` per value. Iterative, so no depth reaches Python's recursion limit."""
+    out = set() if out is None else out
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        kids = n.get("all", n.get("any"))
+        if kids is not None:
+            stack.extend(kids)
+        elif n["op"] == "in":
+            out.update((n["field"], "==", kind_of(v), v) for v in n["value"])
+        else:
+            out.add((n["field"], n["op"], kind_of(n["value"]), n["value"]))
     return out
+
+
+_HOLDS = {"==": lambda x, c: x == c, "!=": lambda x, c: x != c, "<": lambda x, c: x < c,
+          "<=": lambda x, c: x <= c, ">": lambda x, c: x > c, ">=": lambda x, c: x >= c}
+
+
+def true_test_bound(tests: Iterable[tuple]) -> int:
+    """The most of `tests` (leaf_tests' tuples) that one fact can satisfy at once: per field, the
+    maximum over every value that decides a test (each constant, a point between each two, one
+    beyond both ends, a value equal to none), summed over fields. Exact per field, an upper bound
+    across fields (they vary independently)."""
+    by_field: dict[str, list[tuple[str, Any]]] = {}
+    for field, op, _kind, value in tests:
+        by_field.setdefault(field, []).append((op, value))
+    total = 0
+    for field_tests in by_field.values():
+        constants = sorted({v for _, v in field_tests}, key=lambda v: (str(type(v)), v))
+        if all(kind_of(v) == "number" for v in constants):
+            points = constants + [(a + b) / 2 for a, b in zip(constants, constants[1:])]
+            points += [constants[0] - 1, constants[-1] + 1]
+        else:   # bool/str: only == and != (check_ruleset enforces it); a fresh value fails every ==
+            points = constants + [object()]
+        total += max(sum(1 for op, c in field_tests if _HOLDS[op](x, c)) for x in points)
+    return total
 
 
 def check_ruleset(name: str, rules: Iterable[CompiledRule]) -> tuple[tuple[CompiledRule, ...], dict[str, str]]:
@@ -317,6 +382,7 @@ def check_ruleset(name: str, rules: Iterable[CompiledRule]) -> tuple[tuple[Compi
     out: list[CompiledRule] = []
     seen_ids: set[str] = set()
     kinds: dict[str, str] = {}
+    tests: set = set()
     for i, rule in enumerate(rules):
         if not isinstance(rule, CompiledRule):
             raise EngineError(f"ruleset {name!r}: item {i} is not a CompiledRule: {rule!r}")
@@ -334,6 +400,17 @@ def check_ruleset(name: str, rules: Iterable[CompiledRule]) -> tuple[tuple[Compi
                 f"ruleset {name!r}: condition uses {groups} all/any/in groups; durable allows at most {MAX_GROUPS_PER_RULE} (error 113)",
                 rule_id=rule.id,
             )
+        leaf_tests(cond, tests)
+        if len(tests) > MAX_TESTS_PER_RULESET:
+            raise EngineError(
+                f"ruleset {name!r}: {len(tests)} distinct tests (each `in` value counts); at most "
+                f"{MAX_TESTS_PER_RULESET}: durable_rules hangs with 512 under one node", rule_id=rule.id)
+        true_tests = true_test_bound(tests)
+        if true_tests > MAX_TRUE_TESTS_PER_RULESET:
+            raise EngineError(
+                f"ruleset {name!r}: up to {true_tests} tests can hold for one fact; at most "
+                f"{MAX_TRUE_TESTS_PER_RULESET}: durable_rules overflows its 64-entry match stack "
+                f"(error 303 or a crash) beyond 64", rule_id=rule.id)
         out.append(CompiledRule(rule.id, rule.pri, cond))
     return tuple(out), kinds
 

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import stat
 import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
@@ -27,17 +29,52 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..errors import EngineError, RuleFileError
 from ..facts import CATALOGUE
 from .actions import Action, Finding, Limit
-from .compiled import MAX_RULES_PER_RULESET, CompiledRule, normalize_value
+from .compiled import (MAX_GROUPS_PER_RULE, MAX_RULES_PER_RULESET, MAX_TESTS_PER_RULESET, MAX_TRUE_TESTS_PER_RULESET,
+                       CompiledRule, count_groups, leaf_tests, normalize_value, true_test_bound)
 
 __all__ = ["Reference", "RuleSpec", "Rule", "RuleBook", "load_rulebook", "builtin_rulebook",
-           "builtin_rules_dir", "parse_condition", "render_message"]
+           "builtin_rules_dir", "parse_condition", "render_message", "ruleset_name"]
 
 MAX_RULES_PER_FILE = MAX_RULES_PER_RULESET   # each file compiles to one ruleset: the engines' limit (durable-rules.md §4.5)
-MAX_RULE_FILE_BYTES = 512 * 1024
+MAX_RULE_FILE_BYTES = 512 * 1024       # 20x the largest built-in file (audit-megatron.toml, 25 KB)
+# Where tomllib's recursion gives out with the default recursion limit (1000): ~300 levels of
+# nested arrays or inline tables (measured, reliability-probe §2.3). Named in the error only.
+TOML_NESTING_HINT = 300
+# Limits on conditions, checked at load so that every accepted file stays well inside what
+# durable_rules evaluates safely; no accepted rule set needs a fallback engine. The per-ruleset
+# test budget (compiled.MAX_TESTS_PER_RULESET, 192 of durable's 511) is the guard against the
+# hang; the per-condition limits below keep each rule small and each error local to one rule.
+# Built-in rules use at most 2 `in` values, 5 branches, depth 3 and 44 characters per leaf.
+MAX_IN_VALUES = 64            # a third of the ruleset budget: three wide lists still fit one file
+MAX_BRANCHES = 64             # durable's alpha stack holds 64 matching siblings (error 303, research §4.5)
+MAX_CONDITION_DEPTH = 16      # above the 14 all/any groups durable allows, so only single-child chains hit it
+MAX_CONDITION_CHARS = 4096    # 64 quoted values of ~60 characters; checked before any regex runs
 ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)+$")
 LEAF_RE = re.compile(r"^\s*([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)\s*(==|!=|<=|>=|<|>|\bin\b)\s*(.+?)\s*$")
+# LEAF_RE is the documented grammar (it goes into the JSON schema, so it stays ECMA-compatible).
+# Matching it directly backtracks quadratically on long whitespace runs (a `when` padded with
+# 100k spaces took 29 s, reliability-probe finding 6). `_LEAF_LINEAR` accepts the same strings
+# with the same groups once the text is stripped (str.strip and \s agree on what whitespace is),
+# and its possessive quantifiers (Python >= 3.11) leave nothing to backtrack into.
+_LEAF_LINEAR = re.compile(r"([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)\s*+(==|!=|<=|>=|<|>|\bin\b)\s*+(.+)")
 PLACEHOLDER_RE = re.compile(r"\{([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)(?::([^{}]*))?\}")
-_FORMAT_SPEC_RE = re.compile(r"^[<>^]?[0-9]*,?(\.[0-9]+)?[dfg%]?$")
+_FORMAT_SPEC_RE = re.compile(r"^[<>^]?[0-9]*,?(\.[0-9]+)?[dfg%]?$")     # the grammar (docs, schema)
+_FORMAT_PARTS = re.compile(r"[<>^]?([0-9]*),?(?:\.([0-9]+))?[dfg%]?")
+# Width aligns a value in a line of text (40 is half a terminal); precision 12 is already past
+# what any fact means (GiB, seconds, fractions) and leaves the 17 significant digits of a double
+# for the integer part. Unbounded, `{cluster.gpus:999999999}` put 1 GB in every answer and
+# `.2000000000f` aborted the process (reliability-probe finding 2).
+MAX_FORMAT_WIDTH = 40
+MAX_FORMAT_PRECISION = 12
+# Messages and fixes are one-line texts: the longest built-in message is 236 characters, the
+# longest fix 193. Templates longer than MAX_TEMPLATE_CHARS are refused at load; a rendered
+# text is cut at MAX_RENDERED_CHARS with an ellipsis, since string facts come from inputs and a
+# float at precision 12 can be 300 digits long.
+MAX_TEMPLATE_CHARS = 2000
+MAX_RENDERED_CHARS = 4000
+# A value of each catalogue type to try a format spec on at load: the spec must apply to the
+# fact's type (`{float_fact:d}` loaded and then failed every call with a bare ValueError).
+_FORMAT_SAMPLES = {int: 1, float: 0.5, str: "x"}
 
 
 class Reference(BaseModel):
@@ -106,7 +143,7 @@ class RuleBook:
     root: str                                    # where the built-in rules were read from
 
     def ruleset_of(self, rule_id: str) -> str:
-        return Path(self.rules[rule_id].path).stem
+        return ruleset_name(self.rules[rule_id].path)
 
     def rulesets_in(self, scope: str) -> list[str]:
         return [name for name, s in self.scopes.items() if s == scope]
@@ -131,31 +168,52 @@ def _literal(text: str, where: tuple[str, str | None, str]) -> Any:
         raise RuleFileError(*where, text, f"a number the rule engine can compare ({exc})") from None
 
 
-def parse_condition(node: Any, where: tuple[str, str | None, str]) -> dict[str, Any]:
+def _preview(text: str, keep: int = 80) -> str:
+    """`text` for an error message: long rule-file text is shown by its start and length."""
+    return text if len(text) <= keep else f"{text[:keep]}… ({len(text)} characters)"
+
+
+def parse_condition(node: Any, where: tuple[str, str | None, str], depth: int = 0) -> dict[str, Any]:
     """Parse a `when` value into the condition tree; `where` = (path, rule id, field) for errors."""
     path, rule_id, fld = where
     if isinstance(node, str):
-        m = LEAF_RE.match(node)
-        if not m:
-            raise RuleFileError(path, rule_id, fld, node, "'<group>.<field> <op> <literal>' with op in == != < <= > >= in")
-        name, op, raw = m.groups()
-        spec = CATALOGUE.get(name)
-        if spec is None:
-            raise RuleFileError(path, rule_id, fld, name, f"a known fact; see `advisor facts` ({len(CATALOGUE)} known)")
-        if op == "in":
-            if not (raw.startswith("[") and raw.endswith("]")) or not raw[1:-1].strip():
-                raise RuleFileError(path, rule_id, fld, node, "'in' followed by a non-empty list, e.g. [\"a\", \"b\"]")
-            value: Any = [_literal(x, where) for x in raw[1:-1].split(",")]
-        else:
-            value = _literal(raw, where)
-        _check_type(spec, op, value, node, where)
-        return {"field": name, "op": op, "value": value}
+        return _parse_leaf(node, where)
     if isinstance(node, dict) and len(node) == 1 and next(iter(node)) in ("all", "any"):
         key, items = next(iter(node.items()))
         if not isinstance(items, list) or not items:
             raise RuleFileError(path, rule_id, f"{fld}.{key}", items, "a non-empty list of conditions")
-        return {key: [parse_condition(x, (path, rule_id, f"{fld}.{key}[{i}]")) for i, x in enumerate(items)]}
-    raise RuleFileError(path, rule_id, fld, node, "a condition string, or a table with one key 'all' or 'any'")
+        if len(items) > MAX_BRANCHES:
+            raise RuleFileError(path, rule_id, f"{fld}.{key}", f"{len(items)} conditions", f"at most {MAX_BRANCHES}")
+        if depth >= MAX_CONDITION_DEPTH:    # checked before recursing
+            raise RuleFileError(path, rule_id, fld, f"all/any nested deeper than {MAX_CONDITION_DEPTH}",
+                                f"at most {MAX_CONDITION_DEPTH} levels of all/any")
+        return {key: [parse_condition(x, (path, rule_id, f"{fld}.{key}[{i}]"), depth + 1) for i, x in enumerate(items)]}
+    raise RuleFileError(path, rule_id, fld, node if isinstance(node, (dict, list)) and len(str(node)) < 200 else type(node).__name__,
+                        "a condition string, or a table with one key 'all' or 'any'")
+
+
+def _parse_leaf(node: str, where: tuple[str, str | None, str]) -> dict[str, Any]:
+    path, rule_id, fld = where
+    if len(node) > MAX_CONDITION_CHARS:
+        raise RuleFileError(path, rule_id, fld, _preview(node), f"a condition of at most {MAX_CONDITION_CHARS} characters")
+    m = _LEAF_LINEAR.fullmatch(node.strip())
+    if not m:
+        raise RuleFileError(path, rule_id, fld, _preview(node), "'<group>.<field> <op> <literal>' with op in == != < <= > >= in")
+    name, op, raw = m.groups()
+    spec = CATALOGUE.get(name)
+    if spec is None:
+        raise RuleFileError(path, rule_id, fld, name, f"a known fact; see `advisor facts` ({len(CATALOGUE)} known)")
+    if op == "in":
+        if not (raw.startswith("[") and raw.endswith("]")) or not raw[1:-1].strip():
+            raise RuleFileError(path, rule_id, fld, _preview(node), "'in' followed by a non-empty list, e.g. [\"a\", \"b\"]")
+        items = raw[1:-1].split(",")
+        if len(items) > MAX_IN_VALUES:
+            raise RuleFileError(path, rule_id, fld, f"'in' list of {len(items)} values", f"at most {MAX_IN_VALUES} values")
+        value: Any = [_literal(x, where) for x in items]
+    else:
+        value = _literal(raw, where)
+    _check_type(spec, op, value, _preview(node), where)
+    return {"field": name, "op": op, "value": value}
 
 
 def _check_type(spec, op: str, value: Any, node: str, where) -> None:
@@ -181,16 +239,33 @@ def _fields(node: dict[str, Any]) -> list[str]:
 
 
 def render_message(template: str, facts: dict[str, dict[str, Any]]) -> str:
-    """Fill `{group.field}` / `{group.field:.1f}` placeholders from the facts. No other templating."""
+    """Fill `{group.field}` / `{group.field:.1f}` placeholders from the facts. No other templating.
+    The result is at most MAX_RENDERED_CHARS long; a longer one ends in "…"."""
     def sub(m: re.Match) -> str:
         group, name = m.group(1).split(".", 1)
         value = facts[group][name]
-        return format(value, m.group(2)) if m.group(2) else str(value).lower() if isinstance(value, bool) else str(value)
-    return PLACEHOLDER_RE.sub(sub, template)
+        text = format(value, m.group(2)) if m.group(2) else str(value).lower() if isinstance(value, bool) else str(value)
+        return text[:MAX_RENDERED_CHARS + 1]
+    out = PLACEHOLDER_RE.sub(sub, template)
+    return out if len(out) <= MAX_RENDERED_CHARS else out[:MAX_RENDERED_CHARS - 1] + "…"
 
 
 # ---------------------------------------------------------------------------------------------
 # Loading
+
+_RULESET_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")     # what the engines accept (compiled.check_ruleset)
+
+
+def ruleset_name(path: str | Path) -> str:
+    """The engine ruleset a rule file compiles to: its stem when the engines accept it as a name
+    (every built-in file), else the stem with other characters replaced by "_" plus a hash of the
+    file name, so that `site policy (1).toml` and `политика.toml` load and stay distinct."""
+    stem = Path(path).stem
+    if _RULESET_NAME.fullmatch(stem):
+        return stem
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", stem)[:40]
+    digest = hashlib.sha256(Path(path).name.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"_{safe}-{digest}"
 
 
 def builtin_rules_dir() -> Path:
@@ -204,14 +279,43 @@ def builtin_rules_dir() -> Path:
     raise RuleFileError(str(packaged), None, "rules", "missing", "the built-in rule directory shipped with advisor")
 
 
+def _read_capped(path: Path) -> bytes:
+    """At most MAX_RULE_FILE_BYTES of a regular file. The size is checked on the bytes actually
+    read (st_size is 0 for /dev/zero, which was read until the machine ran out of memory), and
+    anything but a regular file is refused before reading: O_NONBLOCK keeps the open of a FIFO
+    with no writer from blocking forever (reliability-probe finding 3)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a directory" if stat.S_ISDIR(mode) else "a device, FIFO or socket"
+            raise RuleFileError(str(path), None, "file", kind, "a regular file")
+        with os.fdopen(fd, "rb") as f:
+            fd = -1                  # owned by f now
+            data = f.read(MAX_RULE_FILE_BYTES + 1)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    if len(data) > MAX_RULE_FILE_BYTES:
+        raise RuleFileError(str(path), None, "file", f"more than {MAX_RULE_FILE_BYTES} bytes",
+                            f"at most {MAX_RULE_FILE_BYTES} bytes")
+    return data
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        size = path.stat().st_size
-        if size > MAX_RULE_FILE_BYTES:
-            raise RuleFileError(str(path), None, "file", f"{size} bytes", f"at most {MAX_RULE_FILE_BYTES} bytes")
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        # A UTF-8 byte-order mark (Windows editors write one) is accepted and dropped: tomllib
+        # rejects it, and it carries no meaning in UTF-8.
+        text = _read_capped(path).decode("utf-8").removeprefix("\ufeff")
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise RuleFileError(str(path), None, "toml", str(exc), "valid TOML") from None
+    except RecursionError:
+        # tomllib recurses once per nesting level and hits Python's recursion limit at ~300
+        # levels of arrays/inline tables (reliability-probe finding 9).
+        raise RuleFileError(str(path), None, "toml", f"nesting deeper than {TOML_NESTING_HINT} levels",
+                            "TOML nested a few levels deep (rule conditions allow at most "
+                            f"{MAX_CONDITION_DEPTH})") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise RuleFileError(str(path), None, "file", str(exc), "a readable UTF-8 rule file") from None
 
@@ -246,6 +350,7 @@ def _compile_file(path: Path, file_index: int, tiers: dict[str, int], seen: dict
         raise RuleFileError(str(path), None, "rule", f"{len(raw_rules)} rules",
                             f"at most {MAX_RULES_PER_FILE} per file (durable_rules' 64-test alpha stack); split the file")
     out = []
+    file_tests: set = set()      # the file's distinct leaf tests: it compiles to one durable ruleset
     for index, raw in enumerate(raw_rules):
         rule_id = raw.get("id") if isinstance(raw, dict) else None
         rid = rule_id if isinstance(rule_id, str) else f"#{index + 1}"
@@ -253,7 +358,10 @@ def _compile_file(path: Path, file_index: int, tiers: dict[str, int], seen: dict
             spec = RuleSpec.model_validate(raw)
         except ValidationError as exc:
             err = exc.errors()[0]
-            raise RuleFileError(str(path), rid, _pydantic_field(err), err.get("input"), err["msg"]) from None
+            have = err.get("input")
+            if len(shown := repr(have)) > 200:      # a 100k-element list would fill the message
+                have = _preview(shown)
+            raise RuleFileError(str(path), rid, _pydantic_field(err), have, err["msg"]) from None
         if not ID_RE.match(spec.id):
             raise RuleFileError(str(path), rid, "id", spec.id, "lower-case '<area>.<kebab-name>', e.g. 'matrix.small-cluster-zero'")
         if spec.id in seen:
@@ -264,6 +372,7 @@ def _compile_file(path: Path, file_index: int, tiers: dict[str, int], seen: dict
             if not (ref.url or ref.path):
                 raise RuleFileError(str(path), rid, f"references[{i}]", ref.title, "a url or a repo path")
         condition = parse_condition(spec.when, (str(path), rid, "when"))
+        _check_engine_limits(condition, file_tests, (str(path), rid, "when"))
         fields = tuple(dict.fromkeys(_fields(condition)))
         _check_scope(fields, scope, (str(path), rid, "when"))
         for i, action in enumerate(spec.then):
@@ -286,13 +395,52 @@ def _compile_file(path: Path, file_index: int, tiers: dict[str, int], seen: dict
     return out
 
 
+def _check_engine_limits(condition: dict, file_tests: set, where) -> None:
+    """durable's per-rule and per-ruleset limits (compiled.check_ruleset), as RuleFileErrors that
+    name the file and the rule instead of engine errors at the first call."""
+    groups = count_groups(condition)
+    if groups > MAX_GROUPS_PER_RULE:
+        raise RuleFileError(*where, f"{groups} all/any/in groups",
+                            f"at most {MAX_GROUPS_PER_RULE} (durable_rules error 113); split the rule")
+    leaf_tests(condition, file_tests)
+    if len(file_tests) > MAX_TESTS_PER_RULESET:
+        raise RuleFileError(*where, f"the file's rules reach {len(file_tests)} distinct tests here (each `in` value counts)",
+                            f"at most {MAX_TESTS_PER_RULESET} per file (durable_rules hangs at 512); split the file")
+    true_tests = true_test_bound(file_tests)
+    if true_tests > MAX_TRUE_TESTS_PER_RULESET:
+        raise RuleFileError(*where, f"the file's rules reach {true_tests} tests that can hold at once here "
+                            "(one per field for ==/in, every !=, <, <=, >, >=)",
+                            f"at most {MAX_TRUE_TESTS_PER_RULESET} per file (durable_rules crashes beyond 64); split the file")
+
+
 def _check_template(text: str, scope: str, where) -> None:
+    if len(text) > MAX_TEMPLATE_CHARS:
+        raise RuleFileError(*where, _preview(text), f"at most {MAX_TEMPLATE_CHARS} characters")
     for m in PLACEHOLDER_RE.finditer(text):
         if m.group(1) not in CATALOGUE:
-            raise RuleFileError(*where, m.group(0), "a placeholder naming a known fact")
-        if m.group(2) is not None and not _FORMAT_SPEC_RE.match(m.group(2)):
-            raise RuleFileError(*where, m.group(0), "a simple format such as {x:.1f} or {x:,}")
+            raise RuleFileError(*where, _preview(m.group(0)), "a placeholder naming a known fact")
+        if m.group(2):          # "{x:}" is the same as "{x}"
+            _check_format_spec(m.group(0), m.group(2), CATALOGUE[m.group(1)].type, where)
         _check_scope((m.group(1),), scope, where)
+
+
+def _check_format_spec(placeholder: str, spec: str, fact_type: type, where) -> None:
+    parts = _FORMAT_PARTS.fullmatch(spec)
+    if parts is None:
+        raise RuleFileError(*where, _preview(placeholder), "a simple format such as {x:.1f} or {x:,}")
+    width, precision = parts.groups()
+    # Digit strings are compared by length first: int() of a 5000-digit string raises ValueError.
+    if width and (len(width) > 3 or int(width) > MAX_FORMAT_WIDTH):
+        raise RuleFileError(*where, _preview(placeholder), f"a format width of at most {MAX_FORMAT_WIDTH}")
+    if precision and (len(precision) > 3 or int(precision) > MAX_FORMAT_PRECISION):
+        raise RuleFileError(*where, _preview(placeholder), f"a format precision of at most {MAX_FORMAT_PRECISION}")
+    sample = _FORMAT_SAMPLES.get(fact_type)
+    if sample is None:      # bool: rendered as true/false; a spec would format it as the number 1
+        raise RuleFileError(*where, placeholder, f"no format spec: {fact_type.__name__} facts render as true/false")
+    try:
+        format(sample, spec)
+    except ValueError as exc:
+        raise RuleFileError(*where, placeholder, f"a format that applies to {fact_type.__name__} facts ({exc})") from None
 
 
 def _check_scope(fields: tuple[str, ...], scope: str, where) -> None:
@@ -339,19 +487,19 @@ def load_rulebook(extra: tuple[str | Path, ...] = (), *, root: Path | None = Non
     files = sorted(p for p in root.glob("*.toml") if p.name != "tiers.toml")
     files += [Path(p) for p in extra]
     seen: dict[str, str] = {}
-    stems: set[str] = set()
+    names: set[str] = set()
     rules: list[Rule] = []
     for file_index, path in enumerate(files):
-        if path.stem in stems:
+        if ruleset_name(path) in names:
             raise RuleFileError(str(path), None, "file", path.name, "a file name not already loaded")
-        stems.add(path.stem)
+        names.add(ruleset_name(path))
         rules += _compile_file(path, file_index, tiers, seen)
     rules.sort(key=lambda r: r.order)
     rulesets: dict[str, list[CompiledRule]] = {}
     scopes: dict[str, str] = {}
     for r in sorted(rules, key=lambda r: (r.file_index, r.index)):
-        rulesets.setdefault(Path(r.path).stem, []).append(r.compiled)
-        scopes[Path(r.path).stem] = r.scope
+        rulesets.setdefault(ruleset_name(r.path), []).append(r.compiled)
+        scopes[ruleset_name(r.path)] = r.scope
     return RuleBook({r.id: r for r in rules}, rulesets, scopes, tiers, _revision(rules, tiers), str(root))
 
 
