@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -116,16 +117,35 @@ def test_rules_paths_that_are_not_rule_files(tmp_path):
         assert_clean(err)
 
 
-def test_a_rule_format_that_fails_at_render_time_is_not_a_traceback(tmp_path):
-    # `:d` on a float fact loads and fails when the message renders. Exit 3 (internal) on this
-    # branch; 2 once rule files check format specs against the facts' types at load (issue 21 #2).
+def test_a_rule_format_that_does_not_fit_its_fact_is_bad_input(tmp_path):
+    # `:d` on a float fact: refused when the file loads (format specs are checked against the facts'
+    # types), so it is the user's input, exit 2, with the file and rule named.
     site = tmp_path / "site.toml"
     site.write_text(SITE_RULE.format(message="{cluster.gpu_memory_gib:d}"), encoding="utf-8")
     code, out, err = run(["recommend", *SMALL, "--rules", str(site), "--json"])
-    assert code in (2, 3), err
+    assert code == 2, err
     assert_clean(err)
-    assert len(err.strip().splitlines()) == 1 if code == 3 else err
-    assert error_object(out)["exit_code"] == code
+    error = error_object(out)
+    assert (error["type"], error["exit_code"]) == ("RuleFileError", 2) and error["path"] == str(site)
+
+
+def test_rules_that_are_not_regular_files_are_refused_at_once(tmp_path):
+    fifo = tmp_path / "policy.toml"
+    os.mkfifo(fifo)                     # opening it for reading would block until a writer came
+    for path in ("/dev/zero", str(fifo)):
+        started = time.monotonic()
+        code, out, err = run(["recommend", *SMALL, "--rules", path, "--json"])
+        assert code == 2 and time.monotonic() - started < 5, (path, err)
+        assert error_object(out)["type"] == "RuleFileError"
+
+
+def test_a_rule_file_nested_too_deep_is_bad_input(tmp_path):
+    site = tmp_path / "deep.toml"
+    site.write_text("x = " + "[" * 400 + "]" * 400 + "\n", encoding="utf-8")
+    code, out, err = run(["recommend", *SMALL, "--rules", str(site), "--json"])
+    assert code == 2, err
+    assert_clean(err)
+    assert error_object(out)["type"] == "RuleFileError"
 
 
 # ------------------------------------------------------------------------------------------------
