@@ -446,3 +446,18 @@ def test_hostile_rule_files_fail_cleanly_or_evaluate_quickly(tmp_path_factory, w
     except RuleFileError as exc:
         assert exc.path == str(path)
     assert time.perf_counter() - start < 2 * FAST
+
+
+# ---------------------------------------------------------------------------------------------
+# Finding 16: literals read as a reader reads them
+
+
+def test_a_comma_inside_a_quoted_list_item_stays_in_the_item(tmp_path):
+    book = load_rulebook((write(tmp_path, rule(quoted('model.name in ["llama, 70B", "mixtral"]'))),))
+    assert book.rules["site.allowed-sizes"].compiled.condition["value"] == ["llama, 70B", "mixtral"]
+    refused(write(tmp_path, rule(quoted('model.name in ["llama, "mixtral"]')), "open.toml"), "when", "a closing")
+
+
+def test_digits_of_other_scripts_are_not_numbers(tmp_path):
+    # float() reads Arabic-Indic digits: "cluster.gpus >= ١٠" loaded as ">= 10"
+    refused(write(tmp_path, rule(quoted("cluster.gpus >= ١٠"))), "when", "ASCII digits")

@@ -159,6 +159,8 @@ def _literal(text: str, where: tuple[str, str | None, str]) -> Any:
         return text == "true"
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
         return text[1:-1]
+    if not text.isascii():          # float() reads other scripts' digits: "١٠" would mean 10
+        raise RuleFileError(*where, text, "a number written in ASCII digits, true/false, or a quoted string")
     try:
         return normalize_value(int(text.replace("_", "")) if re.fullmatch(r"-?[0-9_]+", text)
                                else float(text.replace("_", "")))
@@ -206,7 +208,7 @@ def _parse_leaf(node: str, where: tuple[str, str | None, str]) -> dict[str, Any]
     if op == "in":
         if not (raw.startswith("[") and raw.endswith("]")) or not raw[1:-1].strip():
             raise RuleFileError(path, rule_id, fld, _preview(node), "'in' followed by a non-empty list, e.g. [\"a\", \"b\"]")
-        items = raw[1:-1].split(",")
+        items = _list_items(raw[1:-1], where)
         if len(items) > MAX_IN_VALUES:
             raise RuleFileError(path, rule_id, fld, f"'in' list of {len(items)} values", f"at most {MAX_IN_VALUES} values")
         value: Any = [_literal(x, where) for x in items]
@@ -214,6 +216,22 @@ def _parse_leaf(node: str, where: tuple[str, str | None, str]) -> dict[str, Any]
         value = _literal(raw, where)
     _check_type(spec, op, value, _preview(node), where)
     return {"field": name, "op": op, "value": value}
+
+
+def _list_items(text: str, where: tuple[str, str | None, str]) -> list[str]:
+    """The items of an `in` list, split at the commas outside quotes: ["a,b", "c"] has two."""
+    items, start, quote = [], 0, None
+    for i, char in enumerate(text):
+        if quote is not None:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == ",":
+            items.append(text[start:i])
+            start = i + 1
+    if quote is not None:
+        raise RuleFileError(*where, _preview(text), f"a closing {quote} for the quoted string in the list")
+    return [*items, text[start:]]
 
 
 def _check_type(spec, op: str, value: Any, node: str, where) -> None:
