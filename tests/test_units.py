@@ -98,3 +98,15 @@ def test_other_forms_and_other_kinds_still_go_to_pint():
     with pytest.raises(ValueError, match="not a unit of this kind"):
         to_bytes_per_second("80 GiB", "GPU.nvlink_bandwidth")
     assert to_bytes("80 gigabyte", "f") == to_bytes("80GB", "f") == 80 * 10**9
+
+
+@pytest.mark.parametrize("text", ["80 GiB * 2", "40 GiB + 40 GiB", "160 GiB / 2", "(80 GiB)", "9^9^9 GiB", "2**40 B"])
+def test_a_quantity_is_one_number_and_a_unit_not_arithmetic(text):
+    # pint would evaluate these ("80 GiB * 2" as 160 GiB): a typo or a paste error becomes a silent value
+    with pytest.raises(InputError, match="no arithmetic"):
+        to_bytes(text, "GPU.memory")
+
+
+@pytest.mark.parametrize("text, want", [("400 Gbit/s", 50e9), ("50 GB/s", 50e9), ("1e+11 B/s", 1e11)])
+def test_rates_divide_by_a_unit_and_exponents_keep_their_sign(text, want):
+    assert to_bytes_per_second(text, "Cluster.inter_node_bandwidth") == want

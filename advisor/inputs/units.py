@@ -94,6 +94,11 @@ def _simple(value: str, reference: str) -> float | None:
     return magnitude if per_unit == 1.0 else magnitude * per_unit
 
 
+# Arithmetic in a quantity string: powers, products, sums, parentheses, division by a number
+# ("GB/s" divides by a unit and stays; an exponent's sign, "1e+22 B", stays).
+_ARITHMETIC = re.compile(r"\^|\*|(?<![eE])\+|[()]|/\s*[-+.0-9]")
+
+
 def _quantity(value: object, field: str, reference: str, want: str) -> float:
     """Magnitude of `value` in the units of `reference`; plain numbers are already canonical."""
     if isinstance(value, bool):
@@ -110,9 +115,11 @@ def _quantity(value: object, field: str, reference: str, want: str) -> float:
         ureg = registry()
         import pint
 
-        if isinstance(value, str) and (len(value) > _MAX_TEXT or "^" in value or "**" in value):
-            # pint evaluates powers exactly: "9^9^9 GiB" would never return (hostile input).
-            raise InputError(field, value, want, hint=f"a number and a unit, at most {_MAX_TEXT} characters, no powers")
+        if isinstance(value, str) and (len(value) > _MAX_TEXT or _ARITHMETIC.search(value)):
+            # pint evaluates expressions: "9^9^9 GiB" would never return (hostile input), and "80 GiB * 2"
+            # would quietly be 160 GiB. A quantity is one number and a unit.
+            raise InputError(field, value, want,
+                             hint=f"one number and a unit, at most {_MAX_TEXT} characters, no arithmetic")
         try:
             q = ureg.Quantity(value) if isinstance(value, str) else ureg.Quantity(value.magnitude, str(value.units))
         except Exception as exc:  # pint's parser also raises TokenError, AssertionError, ZeroDivisionError, ...
