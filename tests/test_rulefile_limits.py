@@ -461,3 +461,9 @@ def test_a_comma_inside_a_quoted_list_item_stays_in_the_item(tmp_path):
 def test_digits_of_other_scripts_are_not_numbers(tmp_path):
     # float() reads Arabic-Indic digits: "cluster.gpus >= ١٠" loaded as ">= 10"
     refused(write(tmp_path, rule(quoted("cluster.gpus >= ١٠"))), "when", "ASCII digits")
+
+
+def test_doubled_braces_are_literal_braces_as_in_str_format(tmp_path):
+    book = load_rulebook((write(tmp_path, rule(quoted("cluster.gpus > 1"), message="{{cluster.gpus}} is {cluster.gpus}")),))
+    assert render_message(book.rules["site.allowed-sizes"].spec.message, {"cluster": {"gpus": 64}}) == \
+        "{cluster.gpus} is 64"

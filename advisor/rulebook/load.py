@@ -58,6 +58,8 @@ LEAF_RE = re.compile(r"^\s*([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)\s*(==|!=|<=|>=|<|>
 # and its possessive quantifiers (Python >= 3.11) leave nothing to backtrack into.
 _LEAF_LINEAR = re.compile(r"([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)\s*+(==|!=|<=|>=|<|>|\bin\b)\s*+(.+)")
 PLACEHOLDER_RE = re.compile(r"\{([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)(?::([^{}]*))?\}")
+# What rendering replaces: a doubled brace is a literal one, as in str.format ("{{" -> "{"), else a placeholder.
+_RENDERED_RE = re.compile(r"\{\{|\}\}|" + PLACEHOLDER_RE.pattern)
 _FORMAT_SPEC_RE = re.compile(r"^[<>^]?[0-9]*,?(\.[0-9]+)?[dfg%]?$")     # the grammar (docs, schema)
 _FORMAT_PARTS = re.compile(r"[<>^]?([0-9]*),?(?:\.([0-9]+))?[dfg%]?")
 # Width aligns a value in a line of text (40 is half a terminal); precision 12 is already past
@@ -260,11 +262,13 @@ def render_message(template: str, facts: dict[str, dict[str, Any]]) -> str:
     """Fill `{group.field}` / `{group.field:.1f}` placeholders from the facts. No other templating.
     The result is at most MAX_RENDERED_CHARS long; a longer one ends in "…"."""
     def sub(m: re.Match) -> str:
+        if m.group(1) is None:                   # "{{" or "}}"
+            return m.group(0)[0]
         group, name = m.group(1).split(".", 1)
         value = facts[group][name]
         text = format(value, m.group(2)) if m.group(2) else str(value).lower() if isinstance(value, bool) else str(value)
         return text[:MAX_RENDERED_CHARS + 1]
-    out = PLACEHOLDER_RE.sub(sub, template)
+    out = _RENDERED_RE.sub(sub, template)
     return out if len(out) <= MAX_RENDERED_CHARS else out[:MAX_RENDERED_CHARS - 1] + "…"
 
 
@@ -434,7 +438,9 @@ def _check_engine_limits(condition: dict, file_tests: set, where) -> None:
 def _check_template(text: str, scope: str, where) -> None:
     if len(text) > MAX_TEMPLATE_CHARS:
         raise RuleFileError(*where, _preview(text), f"at most {MAX_TEMPLATE_CHARS} characters")
-    for m in PLACEHOLDER_RE.finditer(text):
+    for m in _RENDERED_RE.finditer(text):
+        if m.group(1) is None:   # a doubled brace: a literal one
+            continue
         if m.group(1) not in CATALOGUE:
             raise RuleFileError(*where, _preview(m.group(0)), "a placeholder naming a known fact")
         if m.group(2):          # "{x:}" is the same as "{x}"
