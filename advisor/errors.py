@@ -2,8 +2,10 @@
 
 Every error names *what* was wrong (the field or rule), what was given (`have`) and what is
 wanted (`want`), in the style of OPA's "have/want" messages. All of them derive from
-`AdvisorError`; input errors are also `ValueError`, so callers that catch pydantic's
-`ValidationError` (a `ValueError`) catch ours too. Errors pickle, so worker processes can
+`AdvisorError`; input errors are also `ValueError`. The entry points (recommend, audit, estimate)
+raise only these for bad input (inputs.coerce turns pydantic's ValidationError of a dict they were
+given into an InputError naming its path); constructing a model directly raises pydantic's
+`ValidationError`, a `ValueError` too. Errors pickle, so worker processes can
 send them back to a parent.
 """
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..errors import InputError
+from pydantic import ValidationError
+
+from ..errors import AdvisorError, InputError
 from .layout import Layout
 from .specs import Cluster, Model, Training
 
-__all__ = ["coerce", "as_cluster", "as_model", "as_training", "as_layout", "resolve_layout", "as_rule_paths",
+__all__ = ["coerce", "invalid_field", "as_cluster", "as_model", "as_training", "as_layout", "resolve_layout", "as_rule_paths",
            "as_engine_name", "ENGINE_WANT"]
 
 
@@ -24,10 +26,25 @@ def coerce(value: Any, cls, field: str, want: str, preset=None):
         for key in value:
             if type(key) is not str:        # cls(**value) would raise a bare TypeError
                 raise InputError(f"{field} key", key, f"field names as strings: {want}")
-        return cls(**value)
+        try:
+            return cls(**value)
+        except ValidationError as exc:
+            raise invalid_field(field, exc) from None
     if preset is not None and isinstance(value, str):
         return preset(value)
     raise InputError(field, value, want)
+
+
+def invalid_field(field: str, exc: ValidationError) -> AdvisorError:
+    """pydantic's first complaint about a dict a caller passed, as the advisor error it wraps (a
+    validator's own InputError) or an InputError naming the field path, e.g. `cluster.gpus`."""
+    err = exc.errors()[0]
+    inner = (err.get("ctx") or {}).get("error")
+    if isinstance(inner, AdvisorError):
+        return inner
+    path = ".".join(str(part) for part in err.get("loc", ()))
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return InputError(f"{field}.{path}" if path else field, err.get("input"), err["msg"] + more)
 
 
 def as_cluster(value: Any) -> Cluster:
