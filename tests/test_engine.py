@@ -515,7 +515,7 @@ def test_evaluate_all_answers_as_each_ruleset_in_one_session():
             assert sorted(d.evaluate_all(("a", "b"), f)) == sorted(one_by_one)
             assert p.evaluate_all(("a", "b"), f) == p.evaluate("a", f) + p.evaluate("b", f)
             assert sorted(p.evaluate_all(("a", "b"), f)) == sorted(one_by_one)
-        group = d._groups[("a", "b")]
+        (group,) = d._groups[("a", "b")]
         name = d.registered_name(group)
         assert eng_mod._process().refs[name] == 1
         assert d.evaluate_all(("a",), FACT) == d.evaluate("a", FACT)
@@ -524,6 +524,22 @@ def test_evaluate_all_answers_as_each_ruleset_in_one_session():
     finally:
         d.close()
     assert name not in eng_mod._process().refs
+
+
+def test_evaluate_all_packs_consecutive_rulesets_while_their_union_fits():
+    """Three rulesets of which any two fit one durable ruleset but not all three: two sessions, the
+    first for the union of the first two, with the same answers as one by one."""
+    rs = {"a": _renamed("a", matrix_rules(25)), "b": _renamed("b", matrix_rules(25)),
+          "c": _renamed("c", matrix_rules(25))}
+    d = DurableEngine(rs)
+    try:
+        for f in facts(6):
+            assert sorted(d.evaluate_all(("a", "b", "c"), f)) == sorted(
+                d.evaluate("a", f) + d.evaluate("b", f) + d.evaluate("c", f))
+        first, second = d._groups[("a", "b", "c")]
+        assert first.startswith("__all.") and second == "c"
+    finally:
+        d.close()
 
 
 def test_evaluate_all_falls_back_to_one_by_one_past_durables_limits():
@@ -536,6 +552,6 @@ def test_evaluate_all_falls_back_to_one_by_one_past_durables_limits():
         for f in facts(6):
             assert d.evaluate_all(("a", "b"), f) == d.evaluate("a", f) + d.evaluate("b", f)
             assert d.evaluate_all(("c", "d"), f) == d.evaluate("c", f) + d.evaluate("d", f)   # same ids
-        assert d._groups[("a", "b")] is None and d._groups[("c", "d")] is None
+        assert d._groups[("a", "b")] == ("a", "b") and d._groups[("c", "d")] == ("c", "d")
     finally:
         d.close()

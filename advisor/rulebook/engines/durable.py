@@ -378,9 +378,9 @@ class DurableEngine:
             self._plans[rs_name] = _plan(rs_name, checked, kinds)
         self._proc: _Proc | None = None
         self._closed = False
-        # (ruleset names) -> the name of their union, registered on first use, or None when the
-        # union exceeds one durable ruleset's limits and they are evaluated one by one
-        self._groups: dict[tuple[str, ...], str | None] = {}
+        # (ruleset names) -> the rulesets that evaluate them, one session each: unions of consecutive
+        # names registered on first use while they fit one durable ruleset's limits (_pack)
+        self._groups: dict[tuple[str, ...], tuple[str, ...]] = {}
         proc = _process()
         with proc.lock:
             self._attach(proc)  # fail fast: registration errors surface here
@@ -427,33 +427,45 @@ class DurableEngine:
 
     def evaluate_all(self, rulesets: Sequence[str], fact: Mapping[str, Any], *, normalized: bool = False) -> list[str]:
         """The ids of the rules of all `rulesets` that fire for `fact`, each ruleset's in its firing
-        order (callers impose their own order across rulesets). One durable session for all of them
-        where their union fits one durable ruleset (check_ruleset's limits): each session costs a
-        JSON round trip and a state document. The built-in audit files exceed the bound on tests
-        that can hold at once together, so they go one by one."""
+        order (callers impose their own order across rulesets). Consecutive rulesets share one durable
+        session where their union fits one durable ruleset (check_ruleset's limits; each session costs
+        a JSON round trip and a state document): the five built-in audit files, whose union exceeds
+        the bound on tests that can hold at once, run as two sessions instead of five."""
         names = tuple(rulesets)
         if len(names) == 1:
             return self.evaluate(names[0], fact, normalized=normalized)
-        group = self._groups[names] if names in self._groups else self._group(names)
-        if group is not None:
-            return self.evaluate(group, fact, normalized=normalized)
+        groups = self._groups[names] if names in self._groups else self._pack(names)
         fired: list[str] = []
-        for name in names:
-            fired += self.evaluate(name, fact, normalized=normalized)
+        for group in groups:
+            fired += self.evaluate(group, fact, normalized=normalized)
         return fired
 
-    def _group(self, names: tuple[str, ...]) -> str | None:
-        """Register the union of `names` as one ruleset (once per engine); None if it would break
-        durable's per-ruleset limits (check_ruleset: rule count, groups per rule)."""
+    def _pack(self, names: tuple[str, ...]) -> tuple[str, ...]:
+        """`names` in order, consecutive ones merged into unions registered as one ruleset each (once
+        per engine) while a union stays within durable's per-ruleset limits (check_ruleset)."""
         unknown = [n for n in names if n not in self._plans]
         if unknown:
             raise EngineError(f"unknown ruleset {unknown[0]!r}; known: {sorted(self.rulesets)}")
-        group = "__all." + ".".join(names)
+        chunks: list[list[str]] = []
+        for name in names:
+            if chunks and self._union_fits((*chunks[-1], name)):
+                chunks[-1].append(name)
+            else:
+                chunks.append([name])
+        groups = tuple(chunk[0] if len(chunk) == 1 else self._register_union(tuple(chunk)) for chunk in chunks)
+        self._groups[names] = groups
+        return groups
+
+    def _union_fits(self, names: tuple[str, ...]) -> bool:
         try:
-            checked, kinds = check_ruleset(group, tuple(r for n in names for r in self.rulesets[n]))
+            check_ruleset("__all." + ".".join(names), tuple(r for n in names for r in self.rulesets[n]))
         except EngineError:
-            self._groups[names] = None
-            return None
+            return False
+        return True
+
+    def _register_union(self, names: tuple[str, ...]) -> str:
+        group = "__all." + ".".join(names)
+        checked, kinds = check_ruleset(group, tuple(r for n in names for r in self.rulesets[n]))
         plan = _plan(group, checked, kinds)
         proc = _process()
         with proc.lock:
@@ -463,7 +475,6 @@ class DurableEngine:
             if group not in self._plans:             # another thread may have registered it meanwhile
                 proc.register(plan)
                 self._plans[group] = plan
-            self._groups[names] = group
         return group
 
     def _assert(self, proc: _Proc, plan: _Plan, doc: dict, trace: _Trace) -> list[str]:
