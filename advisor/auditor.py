@@ -23,8 +23,7 @@ from .inputs.layout import Layout
 from .inputs.specs import Cluster, Model, Training, resolve_training
 from .results.audit import SEVERITY_ORDER, Audit, Finding
 from .results.trace import Trace, TraceEvent, fired_events, input_summary
-from .rulebook.actions import Decisions
-from .rulebook.actions import Finding as FindingAction
+from .rulebook.actions import Decisions, ReportFinding
 from .rulebook.load import RuleBook, render_message
 from .rulebook.engines import select_engine
 from .rulebook.session import evaluate_rules, rulebook_for
@@ -106,7 +105,7 @@ def _finding_actions(book: RuleBook, fired: list[str]):
     for rule_id in fired:
         rule = book.rules[rule_id]
         for action in rule.spec.then:
-            if isinstance(action, FindingAction):
+            if isinstance(action, ReportFinding):
                 yield rule_id, rule, action
 
 

@@ -31,9 +31,7 @@ from .inputs.layout import Layout
 from .inputs.specs import GPU, Cluster, Model, Training
 from .results.audit import Audit
 from .results.recommendation import Recommendation
-from .rulebook.actions import Action
-from .rulebook.actions import Finding as FindingAction
-from .rulebook.actions import Limit
+from .rulebook.actions import Action, Limit, ReportFinding
 from .rulebook.load import ID_RE, LEAF_RE, MAX_RULES_PER_FILE, PLACEHOLDER_RE, Rule, RuleBook, RuleSpec, load_rulebook
 
 __all__ = ["schemas", "rules_markdown", "facts_markdown", "generate", "stale", "main", "repo_root"]
@@ -447,7 +445,7 @@ _GROUP_TEXT = {
 
 def _facts_used(rule: Rule) -> list[str]:
     """Facts a rule names anywhere: its condition, message, finding fixes and limit bounds."""
-    texts = [rule.spec.message] + [a.fix for a in rule.spec.then if isinstance(a, FindingAction)]
+    texts = [rule.spec.message] + [a.fix for a in rule.spec.then if isinstance(a, ReportFinding)]
     named = list(rule.fields) + [m.group(1) for t in texts for m in PLACEHOLDER_RE.finditer(t)]
     named += [b for a in rule.spec.then if isinstance(a, Limit) for b in (a.max, a.min) if isinstance(b, str)]
     return list(dict.fromkeys(named))

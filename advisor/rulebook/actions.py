@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from ..inputs.layout import Framework
 
-__all__ = ["Action", "Decisions", "Effect", "Finding", "Strategy", "Dimension", "Feature"]
+__all__ = ["Action", "Decisions", "Effect", "ReportFinding", "Strategy", "Dimension", "Feature"]
 
 Strategy = Literal["zero-dp", "model-parallel"]
 Dimension = Literal["tp", "pp", "cp", "ep", "dp"]
@@ -72,7 +72,7 @@ class Checklist(_Action):
     action: Literal["checklist"]
 
 
-class Finding(_Action):
+class ReportFinding(_Action):
     """Audit only: report the rule's message as a finding of this severity, with its fix."""
     action: Literal["finding"]
     severity: Literal["error", "warning", "info"]
@@ -85,7 +85,7 @@ class Note(_Action):
 
 
 Action = Annotated[
-    Union[UseFramework, AllowZero, UseStrategy, Limit, Enable, Checklist, Finding, Note],
+    Union[UseFramework, AllowZero, UseStrategy, Limit, Enable, Checklist, ReportFinding, Note],
     Field(discriminator="action"),
 ]
 
@@ -149,7 +149,7 @@ class Decisions:
         if isinstance(action, Enable):
             self.features.setdefault(action.feature, rule_id)
             return [Effect(kind="enable", field=action.feature)]
-        if isinstance(action, Finding):
+        if isinstance(action, ReportFinding):
             return [Effect(kind="finding", value=action.severity)]
         if isinstance(action, Checklist):
             self.checklist.append((rule_id, message))

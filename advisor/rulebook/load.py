@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import EngineError, RuleFileError
 from ..facts import CATALOGUE
-from .actions import Action, Finding, Limit
+from .actions import Action, Limit, ReportFinding
 from .compiled import (MAX_GROUPS_PER_RULE, MAX_RULES_PER_RULESET, MAX_TESTS_PER_RULESET, MAX_TRUE_TESTS_PER_RULESET,
                        CompiledRule, count_groups, leaf_tests, normalize_value, true_test_bound)
 
@@ -400,11 +400,11 @@ def _compile_file(path: Path, file_index: int, tiers: dict[str, int], seen: dict
         for i, action in enumerate(spec.then):
             if isinstance(action, Limit):
                 _check_limit(action, (str(path), rid, f"then[{i}]"))
-            if isinstance(action, Finding) != (scope == "layout"):
+            if isinstance(action, ReportFinding) != (scope == "layout"):
                 raise RuleFileError(str(path), rid, f"then[{i}].action", action.action,
                                     "'finding' in scope 'layout' files only, and only there" if scope == "layout"
                                     else "a situation action; 'finding' belongs in scope = \"layout\" files")
-            if isinstance(action, Finding):
+            if isinstance(action, ReportFinding):
                 _check_template(action.fix, scope, (str(path), rid, f"then[{i}].fix"))
         _check_template(spec.message, scope, (str(path), rid, "message"))
         for kind in ("fire", "no_fire"):
