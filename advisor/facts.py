@@ -25,12 +25,14 @@ __all__ = ["FactSpec", "CATALOGUE", "LAYOUT_GROUPS", "build_facts", "build_layou
 
 GIB = 2**30
 
+
 def state_bytes_per_param(precision: str) -> float:
     """Model-state bytes per parameter with no sharding (Megatron-LM, mixed-precision Adam): 18 for
     bf16/fp8, 20 for fp16. One source for the number: the cost model's per-stage table
     (advisor.costmodel.memory.model_state_bytes_per_param, which cites Megatron-LM's
     theoretical_memory_usage.py and DeepSpeed's estimators)."""
     return sum(sum(part) for part in model_state_bytes_per_param("megatron", precision, 0))
+
 
 # The cluster size up to which advice.small-cluster-tp-pp-when-zero-fits asks whether ZeRO alone fits
 # (its `cluster.gpus <= 32`; tests/test_rules.py ties the two).

@@ -38,6 +38,7 @@ DEEPSPEED_KEYS: dict[str, str] = {
 NVME_PATH_PLACEHOLDER = "/REPLACE_ME/local_nvme_mount"
 """Written as `nvme_path` when offloading to NVMe: replace it with a node-local NVMe mount."""
 
+
 def deepspeed_config(layout: Layout, model: Model, training: Training, cluster: Cluster, *,
                      gradient_clipping: float = 1.0) -> dict[str, Any]:
     """A DeepSpeed JSON config (as a dict) for this layout.

@@ -167,6 +167,7 @@ MEGATRON_FLAGS: dict[str, MegatronFlag] = dict([
     _f("--v-head-dim", "int", f"{_MLA}, {_W(192)}"),
 ])
 
+
 class _Args(list):
     """The argument list under construction; `add` accepts only flags of MEGATRON_FLAGS."""
 

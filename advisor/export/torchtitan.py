@@ -38,6 +38,7 @@ TORCHTITAN_KEYS: dict[str, str] = {
     "activation_checkpoint.mode": "configs.py ActivationCheckpointConfig (selective|full|memory_budget|none)",
 }
 
+
 def torchtitan_toml(layout: Layout, model: Model, training: Training, cluster: Cluster) -> str:
     """The `[parallelism]`, `[training]` and `[activation_checkpoint]` sections of a torchtitan job
     config (TOML, as read with `--job.config_file` by job_config.py-era torchtitan).

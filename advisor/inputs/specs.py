@@ -35,7 +35,6 @@ Tokens = Annotated[int, _unit(to_tokens, "seq_len")]
 Count = Annotated[int, _unit(to_count, "params")]
 
 
-
 MAX_FP8_SPEEDUP = 3.0
 
 

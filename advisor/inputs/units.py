@@ -56,6 +56,7 @@ def _is_pint_quantity(value: object) -> bool:
     pint = sys.modules.get("pint")
     return pint is not None and isinstance(value, pint.Quantity)
 
+
 # Suffixes for counts. Parameters use decimal multipliers ("70B" = 70e9, as model cards do);
 # sequence lengths use binary ones ("8k" = 8192, "128k" = 131072, as context windows are quoted).
 _DECIMAL_SUFFIX = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12}

@@ -84,7 +84,6 @@ def offload_basis(cluster: Cluster, layout: Layout, est: Estimate, A: Assumption
             + ", ".join(figures) + "; pass your hosts' figures as assumptions")
 
 
-
 def note_search(result: PlanResult, found: list[Candidate], floors: dict, variants: dict, tried: set,
                 tie_order: str) -> None:
     n_tight = sum(c.tight for c in found)

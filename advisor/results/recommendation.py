@@ -15,6 +15,7 @@ from .trace import Trace
 
 __all__ = ["Recommendation", "Alternative", "ChecklistItem"]
 
+
 class ChecklistItem(BaseModel):
     model_config = ConfigDict(frozen=True)
     rule_id: str

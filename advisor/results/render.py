@@ -39,7 +39,6 @@ def _one_effect(e: Effect) -> str:
     return "checklist item" if e.kind == "checklist" else "note"
 
 
-
 def named_layout(framework: str | None, layout: Layout, gap: str = " ") -> str:
     """The layout's id with the framework that runs it, the framework written once: a Megatron id
     carries no framework ("megatron  tp8-dp4-pp2-zero1-sp-nmb128"), the others begin with it
@@ -106,7 +105,6 @@ def pipeline_line(layout: Layout, model: Model) -> str | None:
     elif not even and megatron:
         text += f" (--decoder-first-pipeline-num-layers {split[0]} --decoder-last-pipeline-num-layers {split[-1]})"
     return text
-
 
 
 def recommendation_text(rec, level: str = "summary") -> str:
