@@ -13,8 +13,13 @@ objects None.
 
 Mapping rules (each one cited where it is a fact, stated where it is a choice):
 - GPU strings: "V100" + 16/32 GB -> V100-16GB / V100-32GB; "A100" + 40/80 -> A100-40GB / A100-80GB;
-  "H100" -> H100-SXM-80GB (also H800, H200, B200, GB200, MI300X by name). No GPU named: H100-SXM-80GB
-  (assumed; recipes and the MoE model zoo target Hopper or newer).
+  "H100" -> H100-SXM-80GB (also H800, H200, B200, B300, GB200, GB300, MI300X by name). No GPU named:
+  H100-SXM-80GB (assumed; recipes and the MoE model zoo target Hopper or newer). GB200/GB300 keep the
+  preset's 72-GPU NVLink domain when a record gives 4 GPUs per node (the NVL72 compute tray).
+- Megatron-Bridge runs (published-perf-2025-dev.jsonl): the FSDP column means Megatron-FSDP, fully
+  sharded (framework "megatron", zero_stage 3); MoE runs use expert TP 1 (the performance workloads'
+  base configs); the 25.09 table's unstated precision is FP8 (its footnote); see
+  `_FRAMEWORK_DEFAULTS` and `_FP8_UNSTATED_SOURCES`. GPT-OSS is its own family (not GPT-2-style).
 - Model family (from the record's model name) gives what a shape table leaves out: activation,
   norm, biases, tied embeddings, position embedding, vocabulary, MoE/MLA details. ffn_hidden null ->
   4*hidden for GPT-style GeLU models (GPT-2/3, BLOOM, OPT, GPT-NeoX, BloombergGPT papers).
@@ -79,8 +84,10 @@ def gpu_preset(name: str | None, memory_gb: float | None) -> tuple[str, str | No
         return ("V100-16GB" if memory_gb == 16 else "V100-32GB"), (None if memory_gb else "V100 memory not stated: 32GB")
     if "A100" in s:
         return ("A100-40GB" if memory_gb == 40 else "A100-80GB"), (None if memory_gb else "A100 memory not stated: 80GB")
-    for key, preset in (("H800", "H800"), ("H200", "H200"), ("GB200", "GB200"), ("B200", "B200"), ("MI300X", "MI300X"),
-                        ("H100", "H100-SXM-80GB")):
+    # GB300 / B300 before GB200 / B200 and H100: "NVIDIA GB300" contains none of the older names and
+    # would fall through to the H100 default (records of published-perf-2025-dev.jsonl).
+    for key, preset in (("H800", "H800"), ("H200", "H200"), ("GB300", "GB300"), ("GB200", "GB200"), ("B300", "B300"),
+                        ("B200", "B200"), ("MI300X", "MI300X"), ("H100", "H100-SXM-80GB")):
         if key in s:
             return preset, None
     return "H100-SXM-80GB", f"GPU not stated ({name!r}, {memory_gb} GB): H100-SXM-80GB"
@@ -129,6 +136,13 @@ _FAMILIES: list[tuple[str, dict[str, Any]]] = [
     # OPT (arXiv:2205.01068) Table 1 and HF facebook/opt config: ReLU 2-matrix MLP, learned positions,
     # tied, vocab 50272
     ("opt", dict(_GPT, vocab=50272)),
+    # GPT-OSS (HF openai/gpt-oss-120b config.json; Megatron-Bridge v0.2.0
+    # src/megatron/bridge/models/gpt_oss/gpt_oss_provider.py): gated MLP (quick-GeLU GLU with clamp,
+    # three matrices: modelled as "swiglu"), RMSNorm, biases, untied, RoPE, head_dim 64, 201,088
+    # vocabulary; its sliding-window (128) attention on every other layer is not modelled (full causal
+    # attention). Must precede "gpt", which would make it a GPT-2-style model.
+    ("gpt-oss", dict(activation="swiglu", norm="rmsnorm", bias=True, tied_embeddings=False, vocab=201088,
+                     head_dim=64)),
     ("gpt-2", dict(_GPT, seq_len=1024)),  # GPT-2 context 1024 (DeepSpeed's Megatron GPT-2 tutorial too)
     ("gpt", _GPT),
 ]
@@ -233,6 +247,12 @@ def _build_model(r: dict, assumed: list[str]) -> Model:
 _FRAMEWORK_DEFAULTS = {
     "megatron-core": dict(framework="megatron", sp=True, zero_stage=1, recompute="none", flash=True),
     "megatron-legacy": dict(framework="megatron", sp=False, zero_stage=0, recompute="full", flash=False),
+    # megatron-fsdp: Megatron-Bridge runs with the FSDP column set (published-perf-2025-dev.jsonl):
+    #   Megatron-Core's Megatron-FSDP, which the performance scripts run fully sharded
+    #   (github:NVIDIA-NeMo/Megatron-Bridge@7af9601c9da746d21481194356295bfe23df3737 (v0.2.0)
+    #   scripts/performance/utils/helpers.py: ddp.data_parallel_sharding_strategy =
+    #   "optim_grads_params"), i.e. advisor's framework "megatron" with zero_stage 3; else as megatron-core.
+    "megatron-fsdp": dict(framework="megatron", sp=True, zero_stage=3, recompute="none", flash=True),
     "megatron-deepspeed": dict(framework="megatron+deepspeed", sp=False, zero_stage=0, recompute="none", flash=False),
     "hf-deepspeed": dict(framework="deepspeed", sp=False, zero_stage=0, recompute="none", flash=True),
     "hf-legacy": dict(framework="torchtitan", sp=False, zero_stage=3, recompute="none", flash=False),
@@ -246,6 +266,8 @@ def _framework_kind(r: dict) -> str:
     fsdp = r["layout"].get("fsdp")
     if "sagemaker" in fw:
         return "sagemaker"
+    if "megatron-bridge" in fw:
+        return "megatron-fsdp" if fsdp else "megatron-core"
     if fsdp or "fsdp" in fw:
         return "hf-legacy" if "hugging face trainer" in fw else "fsdp"
     if "deepspeed" in fw and ("megatron" in fw or "neox" in fw):
@@ -300,6 +322,18 @@ def _offload(v) -> str | None:
     return "none"
 
 
+# GPU presets whose NVLink domain (72) is wider than a node (a 4-GPU compute tray).
+_NVL72_PRESETS = ("GB200", "GB300")
+
+# Megatron-Bridge's 25.09 performance table has no precision column (the records' precision is null),
+# but its footnote describes the runs as quantized: "The numbers in parentheses indicate the use of
+# different quantization granularities: In case of GB200 and B200 systems, 32x32 for both weights and
+# activations. For H100 system, 128x128 for weights and 1x128 activations" (github:NVIDIA-NeMo/
+# Megatron-Bridge@4ab94dfad36641cabdeb96452b21bf676aac4772:docs/performance-summary-archive.md,
+# "25.09 NeMo Container"): the main figures are FP8 runs, recipe (scaling) not stated.
+_FP8_UNSTATED_SOURCES = ("mb-perf-25.09-",)
+
+
 def _precision(v, gpu_preset_name: str) -> tuple[str, bool]:
     s = (v or "").lower()
     if "fp8" in s:
@@ -345,7 +379,12 @@ def _build(r: dict) -> PublishedRecord:
     ckw: dict[str, Any] = {"gpu": preset, "gpus": c["gpus"]}
     if c.get("gpus_per_node"):
         ckw["gpus_per_node"] = c["gpus_per_node"]
-        ckw["nvlink_domain"] = c["gpus_per_node"]
+        if preset in _NVL72_PRESETS:
+            # GB200 / GB300 NVL72: the 4 GPUs per node are a compute tray; the NVLink domain is the
+            # 72-GPU rack (the preset's nvlink_domain, advisor/inputs/presets/gpus.toml)
+            A.append(f"NVLink domain = the {preset} preset's NVL72 rack, not gpus_per_node={c['gpus_per_node']}")
+        else:
+            ckw["nvlink_domain"] = c["gpus_per_node"]
     cluster = Cluster(**ckw)
 
     model = _build_model(r, A)
@@ -413,6 +452,12 @@ def _build(r: dict) -> PublishedRecord:
         rec.assumptions["fsdp_state_bytes"] = (2.0, 2.0, 4.0)
         A.append("pure-bf16 FSDP states 2/2/4 B (alignment-handbook torch_dtype: bfloat16)")
     etp = 1 if re.search(r"expert t(p|ensor[- ]parallel(ism)?)\s*=\s*1", r["notes"], re.I) else None
+    if etp is None and tp > 1 and model.experts > 1 and "megatron-bridge" in fw:
+        # Megatron-Bridge's performance workloads set expert_tensor_parallel_size=1 for every MoE model
+        # (github:NVIDIA-NeMo/Megatron-Bridge@7af9601c9da746d21481194356295bfe23df3737 (v0.2.0)
+        # scripts/performance/configs/{deepseek,qwen3,gpt_oss}/workload_base_configs.py, BASE_* configs)
+        etp = 1
+        A.append("expert TP = 1 (Megatron-Bridge performance workload base config)")
     mbs = t.get("micro_batch_size")
     if mbs is None:
         mbs = 1
@@ -445,7 +490,10 @@ def _build(r: dict) -> PublishedRecord:
                  f"is approximate; using {n_mb * mbs * dp} = {n_mb} micro-batches x {mbs} x dp {dp}")
         gbs = n_mb * mbs * dp
     precision, guessed = _precision(t.get("precision"), preset)
-    if guessed:
+    if guessed and r["id"].startswith(_FP8_UNSTATED_SOURCES):
+        precision = "fp8"
+        A.append("precision=fp8 (not stated; the 25.09 table's footnote describes FP8 quantization granularities)")
+    elif guessed:
         A.append(f"precision={precision} (not stated)")
     framework = D["framework"]
     if framework == "torchtitan" and precision == "fp16":
