@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from ._version import __version__
-from .costmodel import estimate, memory_only
+from .costmodel import Assumptions, estimate, memory_only
 from .costmodel.assumptions import as_assumptions
+from .costmodel.context import is_shape_error
 from .errors import EngineError, EstimateError, InputError, UnknownEngineError
 from .facts import build_layout_facts, zero_only_fits
 from .inputs.coerce import (ENGINE_WANT, as_cluster, as_engine_name, as_layout, as_model, as_rule_paths, as_training,
@@ -65,18 +66,12 @@ def call_options(rules: Any, engine: Any) -> tuple[tuple, str | None]:
     return paths, name
 
 
-# The InputErrors the cost model raises for a layout's shape (costmodel.context.resolve): the degrees
-# do not multiply to the GPU count, etp*ep*pp does not divide it, the batch does not split. The audit
-# reports those as findings; any other error is the caller's input (or a bug) and propagates.
-_SHAPE_FIELDS = frozenset({"Layout.dp", "Layout.ep", "Layout.num_microbatches", "Training.global_batch_size"})
-
-
 def _safe_estimate(cluster, model, layout, training, full: bool, assumptions=None):
     """The cost model's view, or None when the layout's shape cannot be estimated (illegal shapes)."""
     try:
         return (estimate if full else memory_only)(cluster, model, layout, training, assumptions)
     except InputError as exc:
-        if exc.field not in _SHAPE_FIELDS:
+        if not is_shape_error(exc):
             raise
         return None
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .costmodel import memory_only
+from .costmodel.context import is_shape_error
 from .costmodel.memory import model_state_bytes_per_param
 from .errors import InputError
 from .inputs.architecture import count_parameters
@@ -329,7 +330,9 @@ def zero_only_fits(cluster: Cluster, model: Model, layout: Layout, training: Tra
                                micro_batch_size=mbs)
             try:
                 fits = memory_only(cluster, model, candidate, training, assumptions).fits
-            except (InputError, ValueError, ZeroDivisionError, IndexError):   # a shape the model cannot hold
+            except InputError as exc:          # a shape the cost model cannot hold; anything else propagates
+                if not is_shape_error(exc):
+                    raise
                 continue
             if fits:
                 return True

@@ -14,10 +14,21 @@ from ..errors import InputError
 from ..inputs.architecture import ParameterCount, count_parameters
 from ..inputs.pipeline import stage_layers
 
-__all__ = ["Ctx", "resolve", "hbm_bandwidth", "memoised", "remember"]
+__all__ = ["Ctx", "resolve", "hbm_bandwidth", "memoised", "remember", "is_shape_error"]
 
 MEGATRON_FRAMEWORKS = ("megatron", "megatron+deepspeed")
 DEEPSPEED_FRAMEWORKS = ("deepspeed", "megatron+deepspeed")
+
+# The fields of the InputErrors `resolve` raises for a layout's shape: the degrees do not multiply to
+# the GPU count, etp*ep*pp does not divide it, the batch does not split over the micro-batches.
+_SHAPE_FIELDS = frozenset({"Layout.dp", "Layout.ep", "Layout.num_microbatches", "Training.global_batch_size"})
+
+
+def is_shape_error(exc: Exception) -> bool:
+    """True for the InputError of a layout whose shape cannot be estimated (the audit reports those
+    as findings); any other error is the caller's input, or a bug, and must propagate."""
+    return isinstance(exc, InputError) and exc.field in _SHAPE_FIELDS
+
 
 # A part without a stated memory bandwidth is priced at the A100's FLOP:byte ratio (312e12 / 2.04e12 = 153).
 FLOPS_PER_HBM_BYTE = 150.0
