@@ -79,7 +79,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))   # calib
 
 from advisor.costmodel import Assumptions, estimate
 from benchmarks.calibrate_throughput import measured_step, run_assumptions
-from benchmarks.published import default_path, load_records
+from benchmarks.published import default_path, layout_label, load_records
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
@@ -279,17 +279,21 @@ def unique(rows):
 
 # ----------------------------------------------------------------------------- printing
 
+def _within(rs, p: float) -> float:
+    """Share of rows whose est/reported ratio is within p of 1."""
+    return sum(abs(r["ratio"] - 1) <= p for r in rs) / len(rs) if rs else float("nan")
+
+
+def _mean_log(rs) -> float:
+    return statistics.fmean(abs(math.log(r["ratio"])) for r in rs) if rs else float("nan")
+
+
 def _stats(rs) -> str:
     if not rs:
         return "   0"
-    q = [r["ratio"] for r in rs]
-    logs = [abs(math.log(x)) for x in q]
-
-    def within(p):
-        return sum(abs(x - 1) <= p for x in q) / len(q)
     fit = sum(r["fits"] for r in rs) / len(rs)
-    return (f"{len(q):4d}  {statistics.median(q):6.3f}  {statistics.fmean(logs):6.3f}  {within(0.10):5.0%}  "
-            f"{within(0.15):5.0%}  {within(0.20):5.0%}  {within(0.25):5.0%}  {fit:5.0%}")
+    return (f"{len(rs):4d}  {statistics.median(r['ratio'] for r in rs):6.3f}  {_mean_log(rs):6.3f}  "
+            + "  ".join(f"{_within(rs, p):5.0%}" for p in (0.10, 0.15, 0.20, 0.25)) + f"  {fit:5.0%}")
 
 
 _HEAD = (f"{'':<36} {'n':>4}  {'median':>6}  {'|log|':>6}  {'<=10%':>5}  {'<=15%':>5}  {'<=20%':>5}  "
@@ -322,19 +326,14 @@ def print_summary(rows, title: str, all_rows=None):
 
 
 def print_targets(rows_new, rows_old):
-    def share(rs, p):
-        return sum(abs(r["ratio"] - 1) <= p for r in rs) / len(rs) if rs else float("nan")
-
-    def mlog(rs):
-        return statistics.fmean(abs(math.log(r["ratio"])) for r in rs) if rs else float("nan")
     moe = [r for r in rows_new if r["kind"] == "MoE"]
     fit = sum(r["fits"] for r in rows_new)
     print("issue 16 targets (2025 file unless named; unique configurations):")
-    print(f"  within 15%                 {share(rows_new, 0.15):5.0%}   target >= 85%")
-    print(f"  mean |log(est/reported)|   {mlog(rows_new):5.3f}   target <= 0.10")
-    print(f"  MoE within 20%             {share(moe, 0.20):5.0%}   target >= 80%  (n = {len(moe)})")
+    print(f"  within 15%                 {_within(rows_new, 0.15):5.0%}   target >= 85%")
+    print(f"  mean |log(est/reported)|   {_mean_log(rows_new):5.3f}   target <= 0.10")
+    print(f"  MoE within 20%             {_within(moe, 0.20):5.0%}   target >= 80%  (n = {len(moe)})")
     print(f"  layouts judged to fit      {fit}/{len(rows_new)}   target all")
-    print(f"  older file mean |log|      {mlog(rows_old):5.3f}   target <= 0.07  (calibrated rows, n = {len(rows_old)})")
+    print(f"  older file mean |log|      {_mean_log(rows_old):5.3f}   target <= 0.07  (calibrated rows, n = {len(rows_old)})")
 
 
 def print_records(rows):
@@ -342,9 +341,7 @@ def print_records(rows):
           f"{'fits':>4} {'mem/cap':>8}  compute bubble exposed(top) optim   MFU*")
     for r in rows:
         rec, e = r["rec"], r["est"]
-        L = rec.layout
-        lay = (f"t{L.tp} p{L.pp}" + (f" v{L.vpp}" if L.vpp > 1 else "") + (f" c{L.cp}" if L.cp > 1 else "")
-               + (f" e{L.ep}" if L.ep > 1 else "") + f" d{L.dp} z{L.zero_stage} {L.recompute[:3]} b{L.micro_batch_size}")
+        lay = layout_label(rec.layout, ep=True)
         conv = f"{r['conv']:.3f}" if r["conv"] is not None else "-"
         mem = e.memory
         flag = "" if r["use"] else "  (shown, not scored)"

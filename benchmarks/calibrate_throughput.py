@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))   # korth
 from korthikanti_cases import case_objects, load_cases  # noqa: E402
 
 from advisor.costmodel import Assumptions, estimate
-from benchmarks.published import load_records  # noqa: E402
+from benchmarks.published import layout_label, load_records  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -234,9 +234,7 @@ def print_table(rows):
           f"{'err':>7} {'MFU meas':>8} {'est':>5}  exposed comm / bubble")
     for r in rows:
         rec, e = r["rec"], r["est"]
-        L = rec.layout
-        lay = f"t{L.tp} p{L.pp}" + (f" v{L.vpp}" if L.vpp > 1 else "") + (f" c{L.cp}" if L.cp > 1 else "") \
-            + f" d{L.dp} z{L.zero_stage} {L.recompute[:3]} b{L.micro_batch_size}"
+        lay = layout_label(rec.layout)
         flag = "" if r["use"] else "  (not calibrated)"
         print(f"{rec.id[:46]:<46} {rec.cluster.gpu.name[:4]:<5} {rec.cluster.gpus:>5} {lay:<24} {r['how'][:32]:<32} "
               f"{r['meas']:7.2f} {e.step_time:7.2f} {100 * r['err']:+6.1f}% {r['mfu_meas']:8.3f} {e.mfu:5.3f}  "

@@ -43,7 +43,7 @@ from advisor import Cluster, Layout, Model, Training
 from advisor.errors import AdvisorError, UnknownPresetError
 from advisor.inputs.specs import MLA
 
-__all__ = ["PublishedRecord", "load_records", "default_path"]
+__all__ = ["PublishedRecord", "load_records", "default_path", "layout_label"]
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -507,6 +507,14 @@ def _build(r: dict) -> PublishedRecord:
     rec.layout = Layout(framework=framework, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, etp=etp, vpp=vpp, sp=sp,
                         zero_stage=zero, micro_batch_size=mbs, num_microbatches=n_mb, recompute=rc, offload=off)
     return rec
+
+
+def layout_label(layout: Layout, ep: bool = False) -> str:
+    """A record's layout in a table column: "t8 p2 v2 d4 z1 non b1" (cp, vpp and, with `ep`, ep only
+    when > 1)."""
+    return (f"t{layout.tp} p{layout.pp}" + (f" v{layout.vpp}" if layout.vpp > 1 else "")
+            + (f" c{layout.cp}" if layout.cp > 1 else "") + (f" e{layout.ep}" if ep and layout.ep > 1 else "")
+            + f" d{layout.dp} z{layout.zero_stage} {layout.recompute[:3]} b{layout.micro_batch_size}")
 
 
 def load_records(path: str | Path | None = None, *, include_skipped: bool = False) -> Iterator[PublishedRecord]:
