@@ -19,6 +19,7 @@ import sys
 from pydantic import ValidationError
 
 from .errors import AdvisorError
+from .inputs.precision import RECIPES
 
 __all__ = ["main", "EXIT_STATUS"]
 
@@ -55,7 +56,8 @@ def _situation_args(r: argparse.ArgumentParser) -> None:
     r.add_argument("--nvlink-domain", type=int, help="GPUs per NVLink domain (default: the GPU preset's)")
     r.add_argument("--seq-len", help="tokens per sequence, e.g. 4096, 8k, 128k (default: the model's context)")
     r.add_argument("--global-batch", type=int, help="sequences per optimizer step (default: about 4M tokens)")
-    r.add_argument("--precision", choices=["bf16", "fp16", "fp8"], default="bf16")
+    r.add_argument("--precision", choices=list(RECIPES), default="bf16",
+                   help="GEMM precision recipe (advisor.inputs.precision): fp8 = the framework's default FP8")
     r.add_argument("--no-flash-attention", action="store_true", help="FlashAttention kernels are not available")
     r.add_argument("--rules", nargs="*", default=[], metavar="FILE", help="extra site rule files (TOML)")
     r.add_argument("--engine", choices=["durable", "python"], help="rule engine (default: durable where it imports)")

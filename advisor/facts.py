@@ -19,6 +19,7 @@ from .errors import InputError
 from .inputs.architecture import count_parameters
 from .inputs.layout import Layout
 from .inputs.pipeline import virtual_stage_layers
+from .inputs.precision import recipe
 from .inputs.specs import Cluster, Model, Training
 
 __all__ = ["FactSpec", "CATALOGUE", "LAYOUT_GROUPS", "build_facts", "build_layout_facts", "zero_only_fits",
@@ -71,6 +72,8 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("cluster.host_memory_gib", float, "CPU memory of one server, GiB"),
     ("cluster.inter_node_gbps", float, "scale-out bandwidth per GPU, Gbit/s, one direction"),
     ("cluster.nvlink_gbps", float, "NVLink bandwidth per GPU, GB/s (vendor total)"),
+    ("cluster.gpu_fp8", bool, "the GPU has FP8 tensor cores (GPU.peak_flops_fp8 set)"),
+    ("cluster.gpu_block_scaled", bool, "the GPU has block-scaled MX/NV tensor cores (GPU.peak_flops_fp4 set: Blackwell, MI355X)"),
     ("model.name", str, "model preset name or 'custom'"),
     ("model.params", int, "total parameters"),
     ("model.params_b", float, "total parameters, billions"),
@@ -86,7 +89,9 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("training.seq_len", int, "tokens per sequence"),
     ("training.global_batch_size", int, "sequences per optimizer step"),
     ("training.tokens_per_step", int, "seq_len * global_batch_size"),
-    ("training.precision", str, "bf16, fp16 or fp8"),
+    ("training.precision", str, "bf16, fp16, fp8, fp8-delayed, fp8-cs, fp8-blockwise, mxfp8 or nvfp4"),
+    ("training.gemm_format", str, "format of the linear-layer GEMMs: 16-bit, fp8 or fp4 (advisor.inputs.precision)"),
+    ("training.precision_needs", str, "tensor cores the precision needs: none, fp8 or block-scaled"),
     ("training.flash_attention", bool, "FlashAttention-style kernels available"),
     ("sizing.states_gib", float, "model states (weights, grads, Adam) without sharding, GiB"),
     ("sizing.states_gpu_ratio", float, "unsharded model states / one GPU's memory"),
@@ -195,6 +200,8 @@ def build_facts(cluster: Cluster, model: Model, training: Training) -> dict[str,
             "host_memory_gib": _round(cluster.host_memory_per_node / GIB),
             "inter_node_gbps": _round(cluster.inter_node_bandwidth * 8 / 1e9),
             "nvlink_gbps": _round(cluster.intra_node_bandwidth / 1e9),
+            "gpu_fp8": cluster.gpu.peak_flops_fp8 is not None,
+            "gpu_block_scaled": cluster.gpu.peak_flops_fp4 is not None,
         },
         "model": {
             "name": model.name,
@@ -218,6 +225,8 @@ def build_facts(cluster: Cluster, model: Model, training: Training) -> dict[str,
             "tokens_per_step": training.seq_len * training.global_batch_size,
             "precision": training.precision,
             "flash_attention": training.flash_attention,
+            "gemm_format": recipe(training.precision).gemm,
+            "precision_needs": recipe(training.precision).needs or "none",
         },
         "sizing": {
             "states_gib": _round(states / GIB),

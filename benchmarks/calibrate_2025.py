@@ -103,7 +103,7 @@ def generation(rec) -> str:
 
 
 def precision_label(rec) -> str:
-    """The precision as the record states it (advisor prices all fp8 flavours alike)."""
+    """The precision as the record states it (the row label; published.py passes the recipe)."""
     s = (rec.raw["training"].get("precision") or "").lower()
     if "mx" in s:
         return "mxfp8"
@@ -128,8 +128,6 @@ def script_assumptions(rec) -> list[str]:
     """What this script reads into a 2025 record beyond the loader (printed as "assumed:")."""
     out = []
     lab = precision_label(rec)
-    if lab == "mxfp8":
-        out.append("MXFP8 priced as advisor's fp8 (no mxfp8 recipe in the cost model)")
     if _mtp_layers(rec):
         out.append("1 MTP layer (DeepSeek-V3 recipe default) counted in F_mb as the page does; the estimate "
                    "has no MTP layer (its time and memory are missing)")

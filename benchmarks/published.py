@@ -336,6 +336,10 @@ _FP8_UNSTATED_SOURCES = ("mb-perf-25.09-",)
 
 def _precision(v, gpu_preset_name: str) -> tuple[str, bool]:
     s = (v or "").lower()
+    if "fp8-mx" in s or "mxfp8" in s:
+        return "mxfp8", False
+    if "fp8-cs" in s or "current scaling" in s:
+        return "fp8-cs", False
     if "fp8" in s:
         return "fp8", False
     if "bf16" in s:

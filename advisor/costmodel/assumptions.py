@@ -98,6 +98,11 @@ class Assumptions(BaseModel):
     BF16). Calibrated on the NeMo 24.07 H100 FP8 rows (13 configurations, 5B-340B, median error
     about +1 %; benchmarks/calibrate_throughput.py), with the other compute knobs at their defaults."""
 
+    fp4_efficiency: float = Field(0.55, strict=True, ge=MIN_EFFICIENCY, le=1)
+    """Fraction of the dense FP4 peak that NVFP4 linear-layer GEMMs achieve. Assumption, not
+    calibrated: the dev data has no NVFP4 run, so it is `fp8_efficiency`'s calibrated value; every
+    estimate at precision "nvfp4" says so (Estimate.notes)."""
+
     flash_attention_efficiency: float = Field(0.45, strict=True, ge=MIN_EFFICIENCY, le=1)
     """Fraction of the dense 16-bit peak that a FlashAttention kernel reaches, forward + backward, on
     the FLOPs it executes (causal: `flash_causal_fraction` of the full s^2). Published kernel figures:
@@ -154,7 +159,8 @@ class Assumptions(BaseModel):
     fp8_weight_copy_bytes: float = Field(1.0, strict=True, ge=0, le=MAX_ELEMENT_BYTES)
     """Extra bytes per linear-layer parameter under FP8: Transformer Engine caches the FP8 cast of
     each weight across micro-batches (`is_first_microbatch`); Hopper GEMMs also need its transpose,
-    which would add one more byte. Assumption: 1."""
+    which would add one more byte. Assumption: 1. MX and NV recipes keep two quantised copies (row-
+    and column-wise scales), each of the recipe's element and scale bytes (inputs.precision)."""
 
     megatron_main_grad_bytes: float = Field(4.0, strict=True, gt=0, le=MAX_ELEMENT_BYTES)
     """Bytes per gradient element in Megatron's bf16/fp8 gradient buffer: 4 because Megatron-LM forces
@@ -216,7 +222,9 @@ class Assumptions(BaseModel):
 
     fp8_activation_bytes: float = Field(1.0, strict=True, gt=0, le=MAX_ELEMENT_BYTES)
     """Bytes per saved element of linear-layer inputs (QKV, out-proj, FC1, FC2) when precision is fp8:
-    Transformer Engine saves the FP8-cast input for the backward GEMM."""
+    Transformer Engine saves the FP8-cast input for the backward GEMM. Other recipes scale it by
+    their element and scale bytes (inputs.precision: MXFP8 1 + 1/32, blockwise 1 + 4/128, NVFP4
+    0.5 + 1/16)."""
 
     logits_bytes_megatron: float = Field(4.0, strict=True, ge=0, le=2 * MAX_ELEMENT_BYTES)
     """Bytes per logit kept for the loss on the last stage, Megatron-LM (vocab-parallel cross-entropy

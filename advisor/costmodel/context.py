@@ -13,6 +13,7 @@ from __future__ import annotations
 from ..errors import InputError
 from ..inputs.architecture import ParameterCount, count_parameters
 from ..inputs.pipeline import stage_layers
+from ..inputs.precision import recipe
 
 __all__ = ["Ctx", "resolve", "hbm_bandwidth", "memoised", "remember", "is_shape_error"]
 
@@ -69,6 +70,9 @@ class Ctx:
     offload: str
     offload_device: str
     precision: str
+    gemm: str          # format of the linear-layer GEMMs: "16-bit", "fp8" or "fp4" (inputs.precision)
+    lowp_bytes: float  # bytes per quantised element, scales included (0 for 16-bit)
+    weight_copies: int # quantised weight copies kept by Transformer Engine (0 for 16-bit)
     flash: bool
     # sequence
     seq: int
@@ -105,6 +109,7 @@ class Ctx:
     capacity: int
     peak: float
     peak_fp8: float
+    peak_fp4: float
     hbm: float
     nvlink_bw: float     # unidirectional per GPU
     net_bw: float        # unidirectional per GPU
@@ -169,9 +174,11 @@ def _static(cluster, model, training) -> tuple:
     vocab = model.vocab
     g = cluster.gpu
     peak = g.peak_flops
+    rec = recipe(training.precision)
     fields = dict(
         world=cluster.gpus, gbs=training.global_batch_size,
-        precision=training.precision, flash=training.flash_attention, seq=training.seq_len,
+        precision=training.precision, gemm=rec.gemm, weight_copies=rec.weight_copies,
+        lowp_bytes=rec.value_bytes + rec.scale_bytes if rec.low_precision else 0.0, flash=training.flash_attention, seq=training.seq_len,
         L=model.layers, h=h, a=a, kv=kv, wq=wq, wk=wk, wv=wv, wo=wo, latent=latent,
         f=model.ffn_hidden, f_moe=model.moe_ffn_hidden or model.ffn_hidden,
         gated=model.activation == "swiglu", experts=model.experts, topk=model.experts_per_token,
@@ -180,7 +187,8 @@ def _static(cluster, model, training) -> tuple:
         moe_freq=model.moe_layer_freq, vocab=vocab, tied=model.tied_embeddings,
         gpt_style=model.bias or model.position_embedding == "learned", pc=pc,
         kv_params=kv_params, pos_params=pc.embedding - vocab * h,
-        capacity=g.memory, peak=peak, peak_fp8=g.peak_flops_fp8 or peak, hbm=hbm_bandwidth(g),
+        capacity=g.memory, peak=peak, peak_fp8=g.peak_flops_fp8 or peak,
+        peak_fp4=g.peak_flops_fp4 or g.peak_flops_fp8 or peak, hbm=hbm_bandwidth(g),
         nvlink_bw=cluster.intra_node_bandwidth / 2.0, net_bw=cluster.inter_node_bandwidth,
         domain=cluster.nvlink_domain, gpus_per_node=cluster.gpus_per_node,
         host_per_gpu=cluster.host_memory_per_node / cluster.gpus_in_node,

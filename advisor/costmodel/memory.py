@@ -193,7 +193,7 @@ def dropout_masks(c: Ctx, A) -> bool:
 
 
 def _layer_acts(c: Ctx, A, recompute: str, moe: bool) -> float:
-    lin = A.fp8_activation_bytes if c.precision == "fp8" else 2.0
+    lin = A.fp8_activation_bytes * c.lowp_bytes if c.lowp_bytes else 2.0
     masks = dropout_masks(c, A)
     modules = A.recompute_modules if recompute == "selective" else ()
     base = per_layer_activations(
@@ -351,7 +351,8 @@ def _stage_states(c: Ctx, A, k: int, inv: tuple) -> tuple:
     w_exp = expert * w_e
     g_bytes = dense * g_d + expert * g_e
     o_bytes = dense * o_d + expert * o_e
-    fp8_copy = linear * A.fp8_weight_copy_bytes if c.precision == "fp8" else 0.0
+    # Transformer Engine's cached quantised weights: per copy, the element and its scales (inputs.precision)
+    fp8_copy = linear * A.fp8_weight_copy_bytes * c.lowp_bytes * c.weight_copies if c.lowp_bytes else 0.0
     weights = w_dense + w_exp + fp8_copy
 
     host = 0.0

@@ -16,7 +16,9 @@
   full matrix; an unfused (non-flash) attention also moves the s x s scores through HBM
   (`softmax_bytes_per_score`), timed at `hbm_efficiency` x HBM bandwidth.
 - Compute of one micro-batch (`_stage_compute`): linear-layer GEMMs at `compute_efficiency` of the
-  16-bit peak (`fp8_efficiency` of the FP8 peak) plus `gemm_overhead` per GEMM call; the attention
+  16-bit peak (`fp8_efficiency` of the FP8 peak, `fp4_efficiency` of the FP4 peak, by the precision
+  recipe's GEMM format, advisor.inputs.precision; the output layer's logits GEMMs stay 16-bit) plus
+  `gemm_overhead` per GEMM call; the attention
   core (FlashAttention at `flash_attention_efficiency`, or the unfused softmax chain with its HBM
   traffic); element-wise kernels as HBM traffic (`elementwise_traffic` x stored activation bytes).
   Calibrated on measured throughput: benchmarks/calibrate_throughput.py (and Korthikanti Table 5,
@@ -243,10 +245,13 @@ def _compute_plan(c: Ctx, A) -> tuple:
     tokens = T / c.tp
     lin_mul, attn_mul = _recompute_factors(c, A)
     logits_flops = 3.0 * 2.0 * c.h * c.vpad * tokens
-    if c.precision == "fp8":
+    rate16 = c.peak * A.compute_efficiency
+    if c.gemm == "fp8":
         rate = c.peak_fp8 * A.fp8_efficiency
+    elif c.gemm == "fp4":
+        rate = c.peak_fp4 * A.fp4_efficiency
     else:
-        rate = c.peak * A.compute_efficiency
+        rate = rate16
     hbm = c.hbm * A.hbm_efficiency
     attn_rate = c.peak * (A.flash_attention_efficiency if c.flash else A.compute_efficiency)
     # the unfused softmax runs forward again when the attention core is recomputed
@@ -257,8 +262,10 @@ def _compute_plan(c: Ctx, A) -> tuple:
         per_dense, per_moe = _elementwise_bytes_per_layer(c)
         logits = (A.logits_bytes_megatron if c.megatron else A.logits_bytes_other) * c.vpad / c.tp
         elementwise = per_dense, per_moe, (4.0 / 3.0 if c.recompute == "full" else 1.0), logits
+    # the output layer stays 16-bit under FP8/FP4 (inputs.precision): its GEMMs' time at the 16-bit rate
+    logits_t = logits_flops / rate16 + 3.0 * A.gemm_overhead
     return (T, tokens, lin_mul, attn_mul, logits_flops, rate, hbm, attn_rate, share, elementwise,
-            _selective_extra(c, A))
+            _selective_extra(c, A), logits_t)
 
 
 def _stage_compute(c: Ctx, A, n_dense: int, n_moe: int, last: bool, plan: tuple | None = None):
@@ -276,7 +283,7 @@ def _stage_compute(c: Ctx, A, n_dense: int, n_moe: int, last: bool, plan: tuple 
       of HBM bandwidth (memory-bound), plus the fp32 logits of the loss on the last stage.
     `plan` = _compute_plan(c, A), when the caller times several stages of the layout.
     """
-    T, tokens, lin_mul, attn_mul, logits_flops, rate, hbm, attn_rate, share, elementwise, extra = (
+    T, tokens, lin_mul, attn_mul, logits_flops, rate, hbm, attn_rate, share, elementwise, extra, logits_t = (
         plan or _compute_plan(c, A))
     lin, attn = per_token_forward_flops(c, n_dense, n_moe, False, 0.0)
     lin_f = lin * lin_mul * tokens
@@ -284,11 +291,11 @@ def _stage_compute(c: Ctx, A, n_dense: int, n_moe: int, last: bool, plan: tuple 
     if extra is not None:   # selective recompute_modules beyond core_attn (_selective_extra)
         lin_f += (n_dense * extra[0] + n_moe * extra[1]) * tokens
         calls += n_dense * extra[2] + n_moe * extra[3]
-    if last:
-        lin_f += logits_flops
-        calls += 3.0
     attn_f = attn * attn_mul * tokens
     lin_t = lin_f / rate + calls * A.gemm_overhead
+    if last:
+        lin_f += logits_flops
+        lin_t += logits_t
     attn_t = attn_f / attn_rate
     if not c.flash:
         scores = (n_dense + n_moe) * c.a / c.tp * c.s_loc * c.seq * c.b

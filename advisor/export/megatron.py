@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..inputs.pipeline import megatron_split, stage_layers, virtual_stage_layers
+from ..inputs.precision import recipe
 from ..inputs.layout import Layout
 from ..inputs.specs import Cluster, Model, Training
 from .batch import Batch, refused, resolved
@@ -120,6 +121,10 @@ MEGATRON_FLAGS: dict[str, MegatronFlag] = dict([
     _f("--bf16", "store_true", f"_add_mixed_precision_args, {_W(144)}"),
     _f("--fp8-format", "choice", f"_add_transformer_engine_args, {_W(48)}",
        choices=("e4m3", "hybrid"), dest="fp8"),
+    _f("--fp8-recipe", "choice", f"_add_transformer_engine_args, {_W(48)}",
+       choices=("tensorwise", "delayed", "mxfp8", "blockwise", "custom"), note="default delayed"),
+    _f("--fp4-format", "choice", f"_add_transformer_engine_args, {_W(64)}", choices=("e2m1",), dest="fp4"),
+    _f("--fp4-recipe", "choice", f"_add_transformer_engine_args, {_W(64)}", choices=("nvfp4",)),
     _f("--use-precision-aware-optimizer", "store_true", f"_add_experimental_args, {_W(192)}"),
     # _add_distributed_args
     _f("--tensor-model-parallel-size", "int", f"{_DIST}, {_W(144)}"),
@@ -371,8 +376,9 @@ def _recompute_and_precision(out: _Args, layout: Layout, training: Training) -> 
         out.add("--fp16")
     else:
         out.add("--bf16")
-        if training.precision == "fp8":
-            out.add("--fp8-format", "hybrid")
+        flags = recipe(training.precision).megatron_flags   # (flag, value) pairs
+        for flag, value in zip(flags[::2], flags[1::2]):
+            out.add(flag, value)
     out.add("--attention-backend", "flash" if training.flash_attention else "unfused")
 
 

@@ -142,8 +142,10 @@ def _training(layout: Layout, training: Training, b: Batch) -> list[str]:
         f"seq_len = {b.seq}",
         'mixed_precision_param = "bfloat16"',
     ]
-    if training.precision == "fp8":
+    if training.precision in ("fp8", "fp8-cs"):
         lines.append('# fp8: enable the float8 converter (job_config.py [model] converters = ["float8"])')
+    elif training.precision == "mxfp8":
+        lines.append('# mxfp8: enable the MX converter (job_config.py [model] converters = ["mx"]; Blackwell)')
     if layout.offload != "none":
         if layout.zero_stage < 2 or layout.offload_device != "cpu":
             raise refused("Layout.offload", f"{layout.offload} to {layout.offload_device}",

@@ -16,13 +16,11 @@ from . import presets
 from .architecture import count_parameters
 from .bounds import MAX_DIM, MAX_EXPERTS, MAX_GPUS, MAX_LAYERS, MAX_PARAMS
 from .hf import model_fields_from_hf_config
+from .precision import Precision
 from .screen import screen
 from .units import to_bytes, to_bytes_per_second, to_count, to_flops_per_second, to_tokens
 
 __all__ = ["GPU", "Cluster", "MLA", "Model", "Training", "Precision", "resolve_training"]
-
-Precision = Literal["bf16", "fp16", "fp8"]
-
 
 def _unit(convert, field: str):
     return BeforeValidator(lambda v: convert(v, field))
@@ -36,6 +34,9 @@ Count = Annotated[int, _unit(to_count, "params")]
 
 
 MAX_FP8_SPEEDUP = 3.0
+# Dense FP4 runs at 4-6x the dense 16-bit rate (B200 9 / 2.25 PFLOPS, GB300 15 / 2.5); 8x is the
+# sparse FP4 figure of a part whose FP4 is 4x, the slip this catches.
+MAX_FP4_SPEEDUP = 7.0
 
 
 class _Frozen(BaseModel):
@@ -57,6 +58,10 @@ class GPU(_Frozen):
     """Dense BF16/FP16 tensor-core peak, without sparsity, e.g. "989 TFLOP/s"."""
     peak_flops_fp8: FlopRate | None = None
     """Dense FP8 peak without sparsity; None when the part has no FP8 tensor cores."""
+    peak_flops_fp4: FlopRate | None = None
+    """Dense FP4 peak without sparsity; None when the part has no FP4 tensor cores. Every part with
+    FP4 tensor cores (Blackwell, MI355X) also has the block-scaled MX formats, so this also says
+    whether precision "mxfp8" and "nvfp4" can run (advisor.inputs.precision)."""
     nvlink_bandwidth: ByteRate
     """Total NVLink (or Infinity Fabric) bandwidth per GPU, both directions, as vendors quote it."""
     memory_bandwidth: ByteRate | None = None
@@ -86,6 +91,10 @@ class GPU(_Frozen):
             raise InputError("GPU.peak_flops_fp8", self.peak_flops_fp8,
                              f"at most {MAX_FP8_SPEEDUP:g}x peak_flops ({self.peak_flops:.4g} FLOP/s)",
                              "the dense FP8 peak, without sparsity (2x the dense 16-bit peak on current parts)")
+        if self.peak_flops_fp4 is not None and self.peak_flops_fp4 > MAX_FP4_SPEEDUP * self.peak_flops:
+            raise InputError("GPU.peak_flops_fp4", self.peak_flops_fp4,
+                             f"at most {MAX_FP4_SPEEDUP:g}x peak_flops ({self.peak_flops:.4g} FLOP/s)",
+                             "the dense FP4 peak, without sparsity (4-6x the dense 16-bit peak on Blackwell)")
         return self
 
 
