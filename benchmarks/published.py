@@ -43,6 +43,8 @@ from advisor import Cluster, Layout, Model, Training
 from advisor.errors import AdvisorError, UnknownPresetError
 from advisor.inputs.specs import MLA
 
+from benchmarks.mbridge_recipes import recipe_overrides
+
 __all__ = ["PublishedRecord", "load_records", "default_path", "layout_label"]
 
 REPO = Path(__file__).resolve().parents[1]
@@ -493,7 +495,22 @@ def _build(r: dict) -> PublishedRecord:
         A.append(f"global_batch_size({gbs}) % (micro_batch_size({mbs}) * dp({dp})) != 0: the stated batch "
                  f"is approximate; using {n_mb * mbs * dp} = {n_mb} micro-batches x {mbs} x dp {dp}")
         gbs = n_mb * mbs * dp
+    recipe = recipe_overrides(r["id"], pp)
+    if recipe is not None:
+        # Megatron-Bridge's own performance config for this row (mbridge_recipes.py)
+        rec.assumptions.update(recipe.assumptions)
+        A.extend(recipe.notes)
+        if recipe.recompute is not None:
+            rc = recipe.recompute
+            A[:] = [a for a in A if not a.startswith("recompute=")]
+        if recipe.sp is not None and tp > 1 and L.get("sp") is None:
+            sp = recipe.sp
+            A[:] = [a for a in A if not a.startswith("sp=")]
     precision, guessed = _precision(t.get("precision"), preset)
+    if recipe is not None and recipe.precision and (guessed or precision.startswith("fp8")):
+        if guessed:
+            A.append(f"precision={recipe.precision} (the Megatron-Bridge config's recipe; the table states none)")
+        precision, guessed = recipe.precision, False
     if guessed and r["id"].startswith(_FP8_UNSTATED_SOURCES):
         precision = "fp8"
         A.append("precision=fp8 (not stated; the 25.09 table's footnote describes FP8 quantization granularities)")

@@ -13,11 +13,13 @@ from hypothesis import strategies as st
 import advisor
 from advisor import Cluster, Layout, Model, Training
 from advisor.api import recommend_with_ranking
-from advisor.costmodel import estimate
+from advisor.costmodel import Assumptions, estimate
 from advisor.costmodel.sizing import floor_of, size, step_and_floors
 
 PROPERTY = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 RECOMPUTE = ("none", "selective", "full")
+# knobs whose terms depend on the compute window: the floors must stay below them too
+KNOBS = st.sampled_from([None, Assumptions(ep_a2a_overlap=True), Assumptions(activation_offload_layers=8)])
 
 
 @st.composite
@@ -48,11 +50,11 @@ def shapes(draw):
 
 
 @PROPERTY
-@given(shapes())
-def test_the_floor_is_below_every_variant(s):
+@given(shapes(), KNOBS)
+def test_the_floor_is_below_every_variant(s, A):
     cluster, model, training, layout, vpps = s
     variants = [(b, v) for b in (1, 2, 4) for v in vpps]
-    step, floors = step_and_floors(size(cluster, model, layout, training), variants)
+    step, floors = step_and_floors(size(cluster, model, layout, training, A), variants)
     assert floors[1, 1] <= step * (1 + 1e-12)
     more = RECOMPUTE[RECOMPUTE.index(layout.recompute):]
     if layout.framework == "deepspeed":
@@ -62,13 +64,13 @@ def test_the_floor_is_below_every_variant(s):
         if v > 1 and m % layout.pp:
             continue
         variant = layout.model_copy(update={"micro_batch_size": b, "vpp": v, "recompute": recompute})
-        got = estimate(cluster, model, variant, training).step_time
+        got = estimate(cluster, model, variant, training, A).step_time
         assert floors[b, v] <= got * (1 + 1e-12), (variant.id, b, v, recompute, floors[b, v], got)
 
 
 @PROPERTY
-@given(shapes())
-def test_the_floor_at_a_known_level_is_below_every_variant_at_that_level_or_more(s):
+@given(shapes(), KNOBS)
+def test_the_floor_at_a_known_level_is_below_every_variant_at_that_level_or_more(s, A):
     """estimate.floor_of (time.shape_floor) of a sized variant bounds that variant with as much or
     more recompute: the planner parks a variant whose sizing needed more recompute than its coarse
     floor assumed, and times it only when this bound is within reach."""
@@ -81,9 +83,9 @@ def test_the_floor_at_a_known_level_is_below_every_variant_at_that_level_or_more
         if v > 1 and m % layout.pp:
             continue
         variant = layout.model_copy(update={"micro_batch_size": b, "vpp": v})
-        floor = floor_of(size(cluster, model, variant, training), (b, v))
+        floor = floor_of(size(cluster, model, variant, training, A), (b, v))
         for recompute in more:
-            got = estimate(cluster, model, variant.model_copy(update={"recompute": recompute}), training).step_time
+            got = estimate(cluster, model, variant.model_copy(update={"recompute": recompute}), training, A).step_time
             assert floor <= got * (1 + 1e-12), (variant.id, recompute, floor, got)
 
 

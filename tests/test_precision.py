@@ -90,3 +90,59 @@ def test_megatron_export_names_the_recipe(precision, flags):
 
 def test_every_recipe_is_named_the_same_in_the_input_and_the_table():
     assert set(Training.model_fields["precision"].annotation.__args__) == set(RECIPES)
+
+
+# --- recipe settings that change memory: FP8 weights, FSDP casts, activation offload ---------------
+
+LLAMA70 = Model.preset("llama-3-70b")
+GB200_64 = Cluster(gpu="GB200", gpus=64)
+FSDP64 = Layout(tp=1, pp=1, dp=64, micro_batch_size=2, zero_stage=3)
+T70 = Training(precision="fp8-cs", seq_len=8192, global_batch_size=128)
+
+
+def _mem(layout=FSDP64, training=T70, cluster=GB200_64, model=LLAMA70, **knobs):
+    return advisor.estimate(cluster, model, layout, training, advisor.Assumptions(**knobs)).memory
+
+
+def test_sharded_weights_keep_no_persistent_fp8_copy():
+    # under FSDP the cast exists for the gathered layers only, not for the whole model
+    assert _mem().detail["fp8_weight_copies"] == 0
+    replicated = _mem(layout=Layout(tp=1, pp=1, dp=8, micro_batch_size=1, zero_stage=1), cluster=B200, model=LLAMA8)
+    assert replicated.detail["fp8_weight_copies"] > 0
+
+
+def test_fp8_param_gather_replaces_the_16_bit_weights():
+    dp8 = Layout(tp=1, pp=1, dp=8, micro_batch_size=1, zero_stage=1)
+    plain = _mem(layout=dp8, cluster=B200, model=LLAMA8, training=_training("fp8-cs"))
+    fp8 = _mem(layout=dp8, cluster=B200, model=LLAMA8, training=_training("fp8-cs"), fp8_param_gather=True)
+    assert fp8.weights < plain.weights
+    bf16 = dict(layout=dp8, cluster=B200, model=LLAMA8, training=_training("bf16"))
+    assert _mem(**bf16, fp8_param_gather=True).weights == _mem(**bf16).weights   # no low-precision GEMMs
+
+
+def test_activation_offload_moves_activations_to_the_host():
+    plain, off = _mem(), _mem(activation_offload_layers=40)
+    assert off.activations < plain.activations
+    assert off.offloaded_to_host > plain.offloaded_to_host
+    # Megatron-Core offloads only without recompute and without pipeline parallelism
+    for layout in (FSDP64.model_copy(update={"recompute": "full"}),
+                   Layout(tp=1, pp=2, dp=32, micro_batch_size=2, zero_stage=1)):
+        assert _mem(layout=layout, activation_offload_layers=40).activations == _mem(layout=layout).activations
+
+
+def test_activation_offload_costs_time_only_beyond_the_compute_it_hides_behind():
+    base = advisor.estimate(GB200_64, LLAMA70, FSDP64, T70).step_time
+    fast = advisor.estimate(GB200_64, LLAMA70, FSDP64, T70, advisor.Assumptions(activation_offload_layers=40)).step_time
+    slow_link = Cluster(gpu=GB200_64.gpu.model_copy(update={"host_bandwidth": 5e9}), gpus=64)
+    slow = advisor.estimate(slow_link, LLAMA70, FSDP64, T70, advisor.Assumptions(activation_offload_layers=40)).step_time
+    assert base == pytest.approx(fast, rel=1e-9) and slow > base
+
+
+def test_ep_a2a_overlap_hides_at_most_its_share():
+    model, cluster = Model.preset("mixtral-8x7b"), Cluster(gpu="H100-SXM-80GB", gpus=64)
+    layout = Layout(tp=1, pp=1, dp=64, ep=8, micro_batch_size=1, zero_stage=1, recompute="full")
+    t = Training(precision="bf16", seq_len=4096, global_batch_size=256)
+    plain = advisor.estimate(cluster, model, layout, t)
+    over = advisor.estimate(cluster, model, layout, t, advisor.Assumptions(ep_a2a_overlap=True))
+    assert over.comm.ep.exposed_seconds < plain.comm.ep.exposed_seconds
+    assert over.comm.ep.exposed_seconds >= 0.1 * plain.comm.ep.exposed_seconds * (1 - 1e-9)

@@ -100,8 +100,8 @@ class Assumptions(BaseModel):
 
     fp4_efficiency: float = Field(0.55, strict=True, ge=MIN_EFFICIENCY, le=1)
     """Fraction of the dense FP4 peak that NVFP4 linear-layer GEMMs achieve. Assumption, not
-    calibrated: the dev data has no NVFP4 run, so it is `fp8_efficiency`'s calibrated value; every
-    estimate at precision "nvfp4" says so (Estimate.notes)."""
+    calibrated: the dev data has no NVFP4 run, so it is `fp8_efficiency`'s calibrated value
+    (Estimate.assumptions echoes it; change it when you have a measurement)."""
 
     flash_attention_efficiency: float = Field(0.45, strict=True, ge=MIN_EFFICIENCY, le=1)
     """Fraction of the dense 16-bit peak that a FlashAttention kernel reaches, forward + backward, on
@@ -238,6 +238,23 @@ class Assumptions(BaseModel):
     """Tokens routed to the busiest expert rank relative to the average (1 = perfectly balanced, no
     token dropping, Megatron's default). Raise it for memory headroom on real routing."""
 
+    fp8_param_gather: bool = False
+    """Keep the linear layers' weights in the low-precision format (Megatron --fp8-param-gather,
+    TE `fp8_model_init`; Megatron-Bridge's FP8-CS and MXFP8 recipes set it): the weight is the
+    quantised tensor, so there is no 16-bit copy of it and no separate cached cast, and ZeRO / FSDP
+    gather it in that format (half the bytes of a 16-bit gather for FP8). The fp32 master weights
+    stay in the optimizer. Only with a low-precision `Training.precision` under Megatron."""
+
+    activation_offload_layers: int = Field(0, strict=True, ge=0, le=1 << 20)
+    """Layers per rank whose activations go to host memory after their forward and come back for
+    their backward (Megatron-Core `cpu_offloading_num_layers`, megatron/core/model_parallel_config.py;
+    Megatron-Bridge sets it for Llama 3 70B / 405B with Megatron-FSDP on GB200 / GB300). Megatron-Core
+    refuses it with pipeline parallelism and with recompute, so it applies to Megatron layouts with
+    pp 1 and no recompute only; other layouts are priced without it. Memory: those layers keep one
+    layer's activations in flight (the double buffer of the offload handler); time: the copies run
+    on their own stream at GPU.host_bandwidth (Assumptions.pcie_bandwidth when the GPU states none)
+    and only what exceeds the forward (copies out) or the backward (copies in) is exposed."""
+
     # ---------------------------------------------------------------- memory: buffers and reserve
     deepspeed_bucket_elements: float = Field(5e8, strict=True, ge=1, le=MAX_PARAMS)
     """DeepSpeed ZeRO-1/2 contiguous-gradient (IPG) reduce bucket, in elements: `reduce_bucket_size`
@@ -328,6 +345,17 @@ class Assumptions(BaseModel):
     nodes the Megatron MoE Model Zoo's 1F1B A2A overlap cut the step from 19.7 s to 17.6 s
     (best_practice/qwen3/readme.md; benchmarks/calibrate_moe.py), about a third of the all-to-all
     time this model charges there, not all of it."""
+
+    ep_a2a_overlap: bool = False
+    """Megatron-Core's EP all-to-all overlap (--overlap-moe-expert-parallel-comm; Megatron-Bridge
+    `comm_overlap.overlap_moe_expert_parallel_comm`): the steady-state 1F1B step runs one
+    micro-batch's forward together with another's backward, so each one's dispatch and combine run
+    while the other computes (megatron/core/pipeline_parallel/combined_1f1b.py). Hidden: up to
+    `ep_a2a_overlap_efficiency` of the all-to-all time, and never more than the micro-batch's compute."""
+
+    ep_a2a_overlap_efficiency: float = Field(0.9, strict=True, ge=0, le=1)
+    """Share of the EP all-to-all time that `ep_a2a_overlap` can hide (the transfers share SMs and
+    HBM with the compute they hide behind). Assumption: 0.9, as `pp_overlap_efficiency`."""
 
     moe_token_dispatcher: Literal["alltoall", "deepep"] = "alltoall"
     """How MoE tokens reach their experts' ranks. "alltoall": Megatron-Core's all-to-all dispatcher

@@ -116,6 +116,7 @@ class Ctx:
     domain: int
     gpus_per_node: int
     host_per_gpu: float
+    host_bw: float | None  # GPU.host_bandwidth (None: Assumptions.pcie_bandwidth)
     nvme_per_gpu: float | None
     # pipeline split (depends on pp only; see _split)
     stages: tuple        # layers per stage (stage_layers)
@@ -191,7 +192,7 @@ def _static(cluster, model, training) -> tuple:
         peak_fp4=g.peak_flops_fp4 or g.peak_flops_fp8 or peak, hbm=hbm_bandwidth(g),
         nvlink_bw=cluster.intra_node_bandwidth / 2.0, net_bw=cluster.inter_node_bandwidth,
         domain=cluster.nvlink_domain, gpus_per_node=cluster.gpus_per_node,
-        host_per_gpu=cluster.host_memory_per_node / cluster.gpus_in_node,
+        host_per_gpu=cluster.host_memory_per_node / cluster.gpus_in_node, host_bw=g.host_bandwidth,
         nvme_per_gpu=cluster.nvme_per_node / cluster.gpus_in_node if cluster.nvme_per_node is not None else None,
     )
     fields.update(dict.fromkeys(_PER_LAYOUT))

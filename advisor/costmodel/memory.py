@@ -188,6 +188,26 @@ def moe_mlp_activations(s, b, h, *, t, etp, sp, k, experts, f_moe, shared, gated
     return s * b * (rep / div + shd)
 
 
+def fp8_params(c: Ctx, A) -> bool:
+    """Weights kept in the low-precision format (Assumptions.fp8_param_gather, Megatron only)."""
+    return A.fp8_param_gather and c.megatron and c.lowp_bytes > 0.0
+
+
+def gathers_per_layer(c: Ctx) -> bool:
+    """Parameters are sharded and gathered layer by layer (ZeRO-3; Megatron-FSDP / torchtitan FSDP
+    from zero_stage 2): no persistent full copy of the weights exists on the rank."""
+    return c.zero >= 3 or (c.zero >= 2 and not c.deepspeed)
+
+
+def offloaded_layers(c: Ctx, A, n_layers: int) -> int:
+    """Layers of a stage whose activations Megatron-Core offloads (Assumptions.activation_offload_layers):
+    only on a Megatron layout with pp 1 and no recompute, which its offload supports."""
+    n = A.activation_offload_layers
+    if not n or c.pp > 1 or c.recompute != "none" or not c.megatron:
+        return 0
+    return n if n < n_layers else n_layers
+
+
 def dropout_masks(c: Ctx, A) -> bool:
     return c.gpt_style if A.dropout_masks == "auto" else bool(A.dropout_masks)
 
@@ -206,6 +226,13 @@ def _layer_acts(c: Ctx, A, recompute: str, moe: bool) -> float:
                                     f_moe=c.f_moe, shared=c.shared, gated=c.gated, dropout_masks=masks,
                                     lin_bytes=lin, imbalance=A.moe_load_imbalance, modules=modules)
     return base
+
+
+def act_layers_of(c: Ctx, A, k: int) -> float:
+    """Activation bytes of stage k's layers for one micro-batch (pp 1: the whole stack), before offload."""
+    per_dense, per_moe = _act_invariants(c, A)[:2]
+    _, n_dense, n_moe = c.split[k]
+    return n_dense * per_dense + n_moe * per_moe
 
 
 def chunks_in_flight(c: Ctx, k: int) -> int:
@@ -352,7 +379,18 @@ def _stage_states(c: Ctx, A, k: int, inv: tuple) -> tuple:
     g_bytes = dense * g_d + expert * g_e
     o_bytes = dense * o_d + expert * o_e
     # Transformer Engine's cached quantised weights: per copy, the element and its scales (inputs.precision)
-    fp8_copy = linear * A.fp8_weight_copy_bytes * c.lowp_bytes * c.weight_copies if c.lowp_bytes else 0.0
+    fp8_copy = 0.0
+    if c.lowp_bytes:
+        quantised = A.fp8_weight_copy_bytes * c.lowp_bytes * c.weight_copies   # bytes per linear parameter
+        if fp8_params(c, A):
+            # the weight is the quantised tensor: its 16-bit bytes are replaced, shard by shard
+            w_lin = (linear - expert) * w_d + expert * w_e
+            w_dense -= (linear - expert) * w_d
+            w_exp -= expert * w_e
+            fp8_copy = w_lin * quantised / 2.0
+        elif not gathers_per_layer(c):
+            fp8_copy = linear * quantised   # TE caches the cast of each (replicated) weight
+        # sharded weights are cast as each layer is gathered: transient, in the gather buffer below
     weights = w_dense + w_exp + fp8_copy
 
     host = 0.0
@@ -378,7 +416,13 @@ def _stage_states(c: Ctx, A, k: int, inv: tuple) -> tuple:
         # FSDP (Megatron-FSDP, torchtitan): all-gathered 16-bit params of the current and prefetched
         # layer plus one layer's unsharded fp32 gradient before reduce-scatter.
         per_layer = max(dense_layer if n_dense else 0.0, moe_other + routed / (c.ep * c.etp) if n_moe else 0.0)
-        fsdp = (2 * 2 + (A.fsdp_state_bytes[1] if c.framework == "torchtitan" else A.megatron_main_grad_bytes)) * per_layer
+        grad = A.fsdp_state_bytes[1] if c.framework == "torchtitan" else A.megatron_main_grad_bytes
+        gathered = 2.0          # bytes per gathered parameter: 16-bit, or the quantised weight
+        if c.lowp_bytes:
+            quantised = A.fp8_weight_copy_bytes * c.lowp_bytes * c.weight_copies
+            # gathered in the quantised format (fp8_param_gather), or gathered 16-bit and cast
+            gathered = quantised if fp8_params(c, A) else 2.0 + quantised
+        fsdp = (2 * gathered + grad) * per_layer
         if c.zero == 2 and c.framework == "torchtitan":  # reshard_after_forward=False keeps params gathered
             fsdp += 2 * (dense + expert)
     if c.deepspeed and c.zero in (1, 2):
@@ -407,6 +451,12 @@ def stage_memory(c: Ctx, A, k: int, states: tuple | None = None, acts: tuple | N
     inflight = chunks_in_flight(c, k)
     v = c.vpp
     act_layers = (n_dense * per_dense + n_moe * per_moe) / v * inflight
+    off = offloaded_layers(c, A, n_layers)
+    if off:
+        # pp 1: one micro-batch in flight; `off` layers leave the GPU but for one layer's double buffer
+        per_layer = act_layers / n_layers
+        act_layers -= (off - 1) * per_layer
+        host_b += off * per_layer
     act_emb = 0.0
     if first:  # token/position ids (8sb) + embedding dropout mask (sbh), per in-flight micro-batch
         act_emb = (8.0 * s_b + mask * s_b * c.h / div) * max(1, inflight // v)

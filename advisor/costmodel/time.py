@@ -42,6 +42,7 @@ from .comm import (
     tp_unhidden,
 )
 from .context import Ctx, moe_layers_before, remember
+from .memory import act_layers_of, offloaded_layers
 
 _new = object.__new__
 
@@ -366,6 +367,11 @@ def stage_times(c: Ctx, A, k: int, dense_params: float, expert_params: float, pl
     tp = tp_per_microbatch(c, A, n_dense, n_moe, first, last, comp / 3.0, tp_plan_) if c.tp > 1 else _NO_COMM
     cp = cp_per_microbatch(c, A, n_layers, attn_t, cp_plan_) if c.cp > 1 else _NO_COMM
     ep = _ep_per_microbatch(c, A, n_moe, ep_plan_) if c.ep > 1 and n_moe else _NO_COMM
+    ep_floor = _ep_unhidden(A, ep[2])
+    if A.ep_a2a_overlap and ep[2]:
+        # combined 1F1B: each micro-batch's dispatch/combine runs while the other one computes
+        hidden = min(ep[2] * A.ep_a2a_overlap_efficiency, comp)
+        ep = (ep[0], ep[1], ep[2] - hidden, ep[3])
     pp = pp_per_microbatch(c, A, comp) if c.pp > 1 else _NO_COMM
     # the stage's DP traffic depends on its parameters and the groups, not on the micro-batch, vpp or recompute
     key = ("dp", id(A), c.framework, c.zero, c.tp, c.cp, c.pp, c.ep, c.etp, c.dense_shard, c.edp, dense_params,
@@ -387,12 +393,30 @@ def stage_times(c: Ctx, A, k: int, dense_params: float, expert_params: float, pl
         bwd_share += (n_dense * extra[0] + n_moe * extra[1]) * compute_plan[1] / (3.0 * flops)
     g_exp = _overlapped_tail(og, comp * bwd_share, c.vpp, c.pp) if A.overlap_grad_reduce else og
     p_exp = _overlapped_tail(op, comp * (1.0 - bwd_share), c.vpp, c.pp) if A.overlap_param_gather else op
-    t_mb = comp + tp[2] + cp[2] + ep[2] + pp[2] + dp_mb_exposed
+    t_mb = comp + tp[2] + cp[2] + ep[2] + pp[2] + dp_mb_exposed + _offload_exposed(c, A, k, n_layers, comp)
     return {
-        "comp": comp, "flops": flops, "t_mb": t_mb, "tp": tp, "cp": cp, "ep": ep, "pp": pp,
+        "comp": comp, "flops": flops, "t_mb": t_mb, "tp": tp, "cp": cp, "ep": ep, "ep_floor": ep_floor, "pp": pp,
         "dp_once": (ob, og + op, g_exp + p_exp, dnet), "dp_mb": (mbb, mbs, dp_mb_exposed),
         "params": (dense_params, expert_params),
     }
+
+
+def _ep_unhidden(A, exposed: float) -> float:
+    """The part of the EP all-to-all that no compute window hides (with ep_a2a_overlap, the share
+    beyond its efficiency): what the planner's floors may count whatever the recompute."""
+    return exposed * (1.0 - A.ep_a2a_overlap_efficiency) if A.ep_a2a_overlap else exposed
+
+
+def _offload_exposed(c: Ctx, A, k: int, n_layers: int, comp: float) -> float:
+    """Seconds per micro-batch that activation offload (Assumptions.activation_offload_layers) adds:
+    the copies to the host run beside the forward (a third of `comp`) and the copies back beside the
+    backward (two thirds); only what exceeds each window is exposed."""
+    off = offloaded_layers(c, A, n_layers)
+    if not off:
+        return 0.0
+    acts = act_layers_of(c, A, k)
+    sec = off * acts / n_layers / (c.host_bw or A.pcie_bandwidth)
+    return max(0.0, sec - comp / 3.0) + max(0.0, sec - 2.0 * comp / 3.0)
 
 
 def optimizer_time(c: Ctx, A, dense: float, expert: float) -> float:
@@ -400,12 +424,13 @@ def optimizer_time(c: Ctx, A, dense: float, expert: float) -> float:
     local = dense / c.dense_shard + expert / c.edp if c.zero >= 1 else dense + expert
     if c.offload == "none":
         return local * A.optimizer_bytes_per_param / (c.hbm * A.hbm_efficiency)
-    t = local / A.cpu_adam_params_per_second + local * 4.0 / A.pcie_bandwidth  # grads down, params up
+    host_bw = c.host_bw or A.pcie_bandwidth
+    t = local / A.cpu_adam_params_per_second + local * 4.0 / host_bw  # grads down, params up
     if c.offload_device == "nvme":
         t += local * 16.0 * 2.0 / A.nvme_bandwidth  # read and write fp32 master + Adam states
     if c.offload == "optimizer+params":
         # param shards fetched forward and backward, from NVMe through the host when they live there
-        fetch = min(A.pcie_bandwidth, A.nvme_bandwidth) if c.offload_device == "nvme" else A.pcie_bandwidth
+        fetch = min(host_bw, A.nvme_bandwidth) if c.offload_device == "nvme" else host_bw
         t += c.m * 2.0 * 2.0 * local / fetch
     return t
 
@@ -459,7 +484,7 @@ def variant_floors(c: Ctx, A, T: dict, variants) -> dict:
     ring-CP and PP exposure, the async TP backward, DP traffic. The optimizer step does not depend
     on b, v or recompute, except under parameter offload. tests/test_planner_refine.py checks the
     bound against every variant of many shapes."""
-    own = {k: (st["comp"], st["ep"]) for k, st in T["stages"].items()}
+    own = {k: (st["comp"], st["ep_floor"]) for k, st in T["stages"].items()}
     opt = T["optimizer_time"] if c.offload != "optimizer+params" else 0.0
     return _floors(c, A, variants, own, opt)
 
@@ -492,14 +517,15 @@ def _floors(c: Ctx, A, variants, own: dict | None, opt: float) -> dict:
             first, last = k == 0, k == c.pp - 1
             # c's own micro-batch: its compute and EP terms are T's (the same function of the same inputs)
             if ctx is c and own is not None:
-                comp, ep = own[k]
+                comp, ep_floor = own[k]
             else:
                 comp = _stage_compute(ctx, A, n_dense, n_moe, last, compute_plan)[0]
                 ep = _ep_per_microbatch(ctx, A, n_moe, ep_plan_) if ctx.ep > 1 and n_moe else _NO_COMM
+                ep_floor = _ep_unhidden(A, ep[2])
             x = comp
             if ctx.tp > 1:      # tp_unhidden is 0.0 for tp 1
                 x += tp_unhidden(ctx, A, n_dense, n_moe, first, last, tp_plan_)
-            x += ep[2]
+            x += ep_floor
             if ctx.deepspeed:   # Ulysses all-to-all: exposed whatever the window
                 x += cp_per_microbatch(ctx, A, n_dense + n_moe, 0.0, cp_plan_)[2]
             if x > worst:

@@ -74,6 +74,9 @@ class GPU(_Frozen):
     network_bandwidth: ByteRate = 50e9
     """Inter-node (scale-out) bandwidth per GPU, one direction, e.g. "400 Gbit/s" for one NDR HCA per GPU."""
     host_memory: Bytes = 2 * 2**40
+    host_bandwidth: ByteRate | None = None
+    """CPU<->GPU bandwidth per GPU, one direction, for activation and optimizer offload (PCIe Gen5
+    x16 about 64 GB/s; NVLink-C2C on Grace superchips). None: Assumptions.pcie_bandwidth."""
     """CPU memory per node, for offload decisions."""
     source: str = "user-supplied"
     """Where the numbers come from (vendor datasheet and date)."""
