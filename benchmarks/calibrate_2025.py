@@ -1,6 +1,7 @@
 """Estimated vs reported throughput over every dev file, by GPU generation x dense/MoE x precision.
 
     python benchmarks/calibrate_2025.py [--verbose] [--perf PATH] [--layouts PATH]
+    python benchmarks/calibrate_2025.py --scan ep_a2a_overlap_efficiency=0,0.3,0.6,0.9
 
 MEASUREMENT ONLY (issue 16, item 7): nothing is fitted, per record or globally; the cost model runs
 with `Assumptions()` plus what each record's source states (`rec.assumptions` from
@@ -357,10 +358,34 @@ def print_skipped(skipped, title):
         print(f"  {rid}: {why}")
 
 
+def scan(perf: Path, layouts: Path, name: str, values: list) -> None:
+    """The targets with one Assumptions field at each of `values` (the others at their defaults):
+    how a constant of the cost model is chosen, over every record at once, never per record."""
+    print(f"scan of Assumptions.{name} over both dev files (unique configurations)")
+    print(f"  {'value':>10}  {'<=15%':>6}  {'|log|':>6}  {'MoE<=20%':>8}  {'fits':>6}  {'old |log|':>9}")
+    for v in values:
+        A = Assumptions(**{name: v})
+        new = unique(rows_2025(perf, A)[0])
+        old = unique([r for r in rows_layouts(layouts, A)[0] if r["use"]])
+        moe = [r for r in new if r["kind"] == "MoE"]
+        print(f"  {v!s:>10}  {_within(new, 0.15):6.0%}  {_mean_log(new):6.3f}  {_within(moe, 0.20):8.0%}  "
+              f"{sum(r['fits'] for r in new):>3}/{len(new):<2}  {_mean_log(old):9.3f}")
+
+
+def _scan_values(text: str) -> tuple[str, list]:
+    name, _, vals = text.partition("=")
+    kind = type(Assumptions.model_fields[name].default)
+    conv = (lambda x: x.lower() == "true") if kind is bool else kind
+    return name, [conv(v) for v in vals.split(",")]
+
+
 def main(argv: list[str]) -> int:
     def opt(name, default):
         return Path(argv[argv.index(name) + 1]) if name in argv else default
     perf, layouts = opt("--perf", PERF_2025), opt("--layouts", default_path())
+    if "--scan" in argv:     # --scan NAME=V1,V2,...
+        scan(perf, layouts, *_scan_values(argv[argv.index("--scan") + 1]))
+        return 0
     A = Assumptions()
     new, skip_new = rows_2025(perf, A)
     old_all, skip_old = rows_layouts(layouts, A)

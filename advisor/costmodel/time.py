@@ -127,6 +127,38 @@ def _elementwise_bytes_per_layer(c: Ctx) -> tuple[float, float]:
     return rep / div + shd + mlp, rep / div + shd + moe
 
 
+def _cast_bytes_per_layer(c: Ctx) -> tuple[float, float]:
+    """HBM bytes per token that the low-precision recipe's quantisation kernels move on one rank in a
+    dense and in an MoE layer, forward + backward (0 for 16-bit GEMMs).
+
+    Transformer Engine quantises each linear layer's input in the forward and the gradient of its
+    output in the backward (transformer_engine/pytorch/module/linear.py, layernorm_linear.py,
+    grouped_linear.py) into two quantised copies, one for the GEMM and one for the transposed
+    backward GEMM (the FP8 transpose of `cast_transpose`; the row- and column-wise MX / NV copies),
+    each of the recipe's element and scale bytes q. The 16-bit tensor is read by the kernel that
+    produces it, fused with the quantisation (LayerNormLinear's norm, the fused activation, the
+    dgrad's bias/activation backward), whose traffic `elementwise_traffic` already counts: 2 q bytes
+    per element are added. Elements per token: the inputs of QKV and FC1 (h; h/t under SP, which
+    quantises before the all-gather), of the output projection and FC2 (wq/t, f/t), and the output
+    gradients of the same four GEMMs; an MoE layer's experts per routed copy (h, f_moe, f_moe or
+    2 f_moe gated, h; etp-sharded widths), and the shared experts' likewise. Weights are quantised
+    once per step (TE caches them across micro-batches), not counted here."""
+    if not c.lowp_bytes:
+        return 0.0, 0.0
+    per_elem = 2.0 * c.lowp_bytes
+    t = c.tp
+    hin = c.h / t if c.sp else c.h
+    up = 2.0 if c.gated else 1.0
+    attn = 2.0 * hin + c.wq / t + (c.wq + c.wk + c.wv) / t     # QKV in + dY, proj in + dY (dY of proj: h)
+    dense = attn + 2.0 * hin + c.f / t + up * c.f / t          # FC1 in + FC2 dY (h), FC2 in, FC1 dY
+    moe = attn
+    if c.experts > 1:
+        e = c.etp
+        expert = 2.0 * c.h + (1.0 + up) * c.f_moe / e          # FC1 in, FC2 dY (h), FC2 in, FC1 dY
+        moe += (c.topk + c.shared) * expert * (e / t)
+    return dense * per_elem, moe * per_elem
+
+
 def _selective_extra(c: Ctx, A) -> tuple | None:
     """What Layout.recompute == "selective" runs once more in the backward for the modules of
     `A.recompute_modules` other than "core_attn" (that one is _recompute_factors' attention
@@ -263,10 +295,11 @@ def _compute_plan(c: Ctx, A) -> tuple:
         per_dense, per_moe = _elementwise_bytes_per_layer(c)
         logits = (A.logits_bytes_megatron if c.megatron else A.logits_bytes_other) * c.vpad / c.tp
         elementwise = per_dense, per_moe, (4.0 / 3.0 if c.recompute == "full" else 1.0), logits
+    cast_dense, cast_moe = _cast_bytes_per_layer(c)
     # the output layer stays 16-bit under FP8/FP4 (inputs.precision): its GEMMs' time at the 16-bit rate
     logits_t = logits_flops / rate16 + 3.0 * A.gemm_overhead
     return (T, tokens, lin_mul, attn_mul, logits_flops, rate, hbm, attn_rate, share, elementwise,
-            _selective_extra(c, A), logits_t)
+            _selective_extra(c, A), logits_t, cast_dense, cast_moe)
 
 
 def _stage_compute(c: Ctx, A, n_dense: int, n_moe: int, last: bool, plan: tuple | None = None):
@@ -284,8 +317,8 @@ def _stage_compute(c: Ctx, A, n_dense: int, n_moe: int, last: bool, plan: tuple 
       of HBM bandwidth (memory-bound), plus the fp32 logits of the loss on the last stage.
     `plan` = _compute_plan(c, A), when the caller times several stages of the layout.
     """
-    T, tokens, lin_mul, attn_mul, logits_flops, rate, hbm, attn_rate, share, elementwise, extra, logits_t = (
-        plan or _compute_plan(c, A))
+    (T, tokens, lin_mul, attn_mul, logits_flops, rate, hbm, attn_rate, share, elementwise, extra, logits_t,
+     cast_dense, cast_moe) = plan or _compute_plan(c, A)
     lin, attn = per_token_forward_flops(c, n_dense, n_moe, False, 0.0)
     lin_f = lin * lin_mul * tokens
     calls = _gemm_calls(c, n_dense, n_moe) * lin_mul
@@ -313,6 +346,8 @@ def _stage_compute(c: Ctx, A, n_dense: int, n_moe: int, last: bool, plan: tuple 
         if last:
             ew += logits
         ew_t = A.elementwise_traffic * ew * T / hbm
+    if cast_dense:   # the recipe's quantisation; full recompute casts the forward inputs (half) again
+        ew_t += (n_dense * cast_dense + n_moe * cast_moe) * (1.5 if c.recompute == "full" else 1.0) * T / hbm
     return lin_t + attn_t + ew_t, lin_f + attn_f, attn_t
 
 
