@@ -358,18 +358,54 @@ def print_skipped(skipped, title):
         print(f"  {rid}: {why}")
 
 
+def setting_pairs(rows) -> list[tuple]:
+    """Records of one model on one cluster with one layout, batch and precision that differ only in
+    the settings their configs state (rec.assumptions): the measured throughput ratio of such a
+    pair isolates those settings, so it checks the cost model's price of them whatever its absolute
+    error. Returns (record a, record b, what differs, measured b/a, estimated b/a)."""
+    groups = defaultdict(list)
+    for r in rows:
+        rec = r["rec"]
+        t = rec.training
+        groups[(rec.cluster.gpu.name, rec.cluster.gpus, rec.model.name, rec.layout.id, t.global_batch_size,
+                t.seq_len, t.precision)].append(r)
+    out = []
+    for group in groups.values():
+        for i, a in enumerate(group):
+            for b in group[i + 1:]:
+                ka, kb = a["rec"].assumptions, b["rec"].assumptions
+                diff = sorted(k for k in set(ka) | set(kb) if ka.get(k) != kb.get(k))
+                if not diff:
+                    continue
+                ea, eb = a["est"], b["est"]
+                est = (eb.tokens_per_second / ea.tokens_per_second)
+                meas = b["ratio"] and (est / (b["ratio"] / a["ratio"]))
+                out.append((a["rec"].id, b["rec"].id, diff, meas, est))
+    return out
+
+
+def print_pairs(rows) -> None:
+    pairs = setting_pairs(rows)
+    print(f"setting pairs (same model, cluster, layout, batch, precision; only stated settings differ): {len(pairs)}")
+    for a, b, diff, meas, est in pairs:
+        print(f"  {b[:44]:<44} / {a[:44]:<44} differ in {', '.join(diff)}: measured x{meas:.3f}, estimated x{est:.3f}")
+
+
 def scan(perf: Path, layouts: Path, name: str, values: list) -> None:
     """The targets with one Assumptions field at each of `values` (the others at their defaults):
     how a constant of the cost model is chosen, over every record at once, never per record."""
     print(f"scan of Assumptions.{name} over both dev files (unique configurations)")
-    print(f"  {'value':>10}  {'<=15%':>6}  {'|log|':>6}  {'MoE<=20%':>8}  {'fits':>6}  {'old |log|':>9}")
+    print(f"  {'value':>10}  {'<=15%':>6}  {'|log|':>6}  {'MoE<=20%':>8}  {'fits':>6}  {'old |log|':>9}  "
+          f"{'pairs |log|':>9}")
     for v in values:
         A = Assumptions(**{name: v})
         new = unique(rows_2025(perf, A)[0])
         old = unique([r for r in rows_layouts(layouts, A)[0] if r["use"]])
         moe = [r for r in new if r["kind"] == "MoE"]
+        pairs = setting_pairs(new)
+        pair_err = statistics.fmean(abs(math.log(est / meas)) for *_, meas, est in pairs) if pairs else float("nan")
         print(f"  {v!s:>10}  {_within(new, 0.15):6.0%}  {_mean_log(new):6.3f}  {_within(moe, 0.20):8.0%}  "
-              f"{sum(r['fits'] for r in new):>3}/{len(new):<2}  {_mean_log(old):9.3f}")
+              f"{sum(r['fits'] for r in new):>3}/{len(new):<2}  {_mean_log(old):9.3f}  {pair_err:9.3f}")
 
 
 def _scan_values(text: str) -> tuple[str, list]:
@@ -423,6 +459,8 @@ def main(argv: list[str]) -> int:
     print_summary(unique(new) + unique(old_scored), "both files")
     print()
     print_targets(unique(new), unique(old_scored))
+    print()
+    print_pairs(unique(new))
     return 0
 
 
