@@ -3,9 +3,11 @@
     python benchmarks/calibrate_2025.py [--verbose] [--perf PATH] [--layouts PATH]
     python benchmarks/calibrate_2025.py --scan ep_a2a_overlap_efficiency=0,0.3,0.6,0.9
 
-MEASUREMENT ONLY (issue 16, item 7): nothing is fitted, per record or globally; the cost model runs
-with `Assumptions()` plus what each record's source states (`rec.assumptions` from
-benchmarks/published.py). The numbers are what the next calibration has to move.
+MEASUREMENT, and the scans that choose constants (issue 16, item 7): nothing is fitted per record;
+the cost model runs with `Assumptions()` plus what each record's source states (`rec.assumptions`
+from benchmarks/published.py). `--scan NAME=V1,V2,...` prints the targets at each value of one
+Assumptions field over every record at once, and the "setting pairs" (records that differ only in a
+stated setting) whose measured ratio prices that setting alone.
 
 Inputs (both through `benchmarks.published.load_records`, with every filled-in value listed as an
 "assumed:" line under the record in --verbose):
@@ -24,10 +26,12 @@ with the FSDP column set is Megatron-FSDP fully sharded (framework "megatron", z
 performance scripts' "optim_grads_params"), otherwise Megatron-Core with the distributed optimizer;
 MoE rows with TP > 1 get expert TP 1 (the workloads' base configs; without it the Qwen3-235B rows
 with TP 2 are invalid layouts); the 25.09 rows' unstated precision is FP8 (that table's footnote);
-GPT-OSS is a gated RMSNorm/RoPE family with head_dim 64 (it was read as GPT-2-style). Recompute,
-token dispatcher, A2A overlap and CUDA graphs are not stated by the records and stay at the
-megatron-core defaults (recompute none, all-to-all dispatcher, no overlap): each record's
-"assumed:" lines say so.
+GPT-OSS is a gated RMSNorm/RoPE family with head_dim 64 (it was read as GPT-2-style). What the
+table rows do not state but Megatron-Bridge's performance configs set (recompute modules, activation
+offload, token dispatcher and backend, A2A overlap, TP-comm overlap, SP, the FP8 recipe and FP8
+parameters) comes from benchmarks/mbridge_recipes_2025.json, read from Megatron-Bridge's source at
+the release tags (benchmarks/mbridge_recipes.py); each record's "assumed:" lines name what was taken
+and what the cost model cannot represent (partial full recompute, CUDA graphs, MTP layers).
 
 What is compared, per record (ratio = estimated / reported throughput, > 1 = estimate too fast):
 - 2025 rows: the estimated Model TFLOP/s per GPU counted as Megatron-Bridge counts it, F_mb / estimated
@@ -56,8 +60,9 @@ What is compared, per record (ratio = estimated / reported throughput, > 1 = est
 Conventions of the summary:
 - generation: Volta V100; Ampere A100; Hopper H100/H800/H200; Blackwell B200/B300/GB200/GB300.
 - precision as the record states it: bf16, fp16, fp8-cs (current scaling), mxfp8, fp8 (any other
-  fp8 wording; the 25.09 rows state none, see benchmarks/published.py `_FP8_UNSTATED_SOURCES`),
-  "16-bit" where an old record does not say which. advisor prices every fp8 flavour as "fp8".
+  fp8 wording; the 25.09 rows state none, see benchmarks/published.py `_FP8_UNSTATED_SOURCES`; their
+  configs run FP8-CS), "16-bit" where an old record does not say which. The estimate runs the
+  recipe the record or its config names (advisor.inputs.precision).
 - statistics over unique configurations: a row repeating another's GPU, model, layout, batch,
   precision and reported figure (the 25.11 table appears in the data twice, from two pages) counts
   once; the line "all rows" counts every row.

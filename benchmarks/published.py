@@ -20,6 +20,8 @@ Mapping rules (each one cited where it is a fact, stated where it is a choice):
   sharded (framework "megatron", zero_stage 3); MoE runs use expert TP 1 (the performance workloads'
   base configs); the 25.09 table's unstated precision is FP8 (its footnote); see
   `_FRAMEWORK_DEFAULTS` and `_FP8_UNSTATED_SOURCES`. GPT-OSS is its own family (not GPT-2-style).
+  The settings each row's performance config ran (recompute, offload, dispatcher, overlaps, SP,
+  FP8 recipe) come from benchmarks/mbridge_recipes.py, read from Megatron-Bridge's source.
 - Model family (from the record's model name) gives what a shape table leaves out: activation,
   norm, biases, tied embeddings, position embedding, vocabulary, MoE/MLA details. ffn_hidden null ->
   4*hidden for GPT-style GeLU models (GPT-2/3, BLOOM, OPT, GPT-NeoX, BloombergGPT papers).
