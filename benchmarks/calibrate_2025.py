@@ -138,7 +138,8 @@ def script_assumptions(rec) -> list[str]:
         out.append("1 MTP layer (DeepSeek-V3 recipe default) counted in F_mb as the page does; the estimate "
                    "has no MTP layer (its time and memory are missing)")
     if "gpt-oss" in (rec.model.name or "").lower():
-        out.append("GPT-OSS sliding-window layers estimated as full causal attention (F_mb counts them so too)")
+        out.append("GPT-OSS: half the layers attend a 128-token window in the estimate; F_mb counts them as "
+                   "full causal attention, as the page does")
     if "tokendrop" in (rec.raw.get("notes") or "").lower():
         out.append("'(tokendrop)' variant estimated as dropless with balanced routing (moe_load_imbalance default)")
     return out

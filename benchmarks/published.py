@@ -143,10 +143,11 @@ _FAMILIES: list[tuple[str, dict[str, Any]]] = [
     # GPT-OSS (HF openai/gpt-oss-120b config.json; Megatron-Bridge v0.2.0
     # src/megatron/bridge/models/gpt_oss/gpt_oss_provider.py): gated MLP (quick-GeLU GLU with clamp,
     # three matrices: modelled as "swiglu"), RMSNorm, biases, untied, RoPE, head_dim 64, 201,088
-    # vocabulary; its sliding-window (128) attention on every other layer is not modelled (full causal
-    # attention). Must precede "gpt", which would make it a GPT-2-style model.
+    # vocabulary; a 128-token sliding window on every other layer (layer_types: sliding on even,
+    # full on odd layers) and a learned sink per head. Must precede "gpt", which would make it a
+    # GPT-2-style model.
     ("gpt-oss", dict(activation="swiglu", norm="rmsnorm", bias=True, tied_embeddings=False, vocab=201088,
-                     head_dim=64)),
+                     head_dim=64, sliding_window=128, global_attention_every=2, attention_sinks=True)),
     ("gpt-2", dict(_GPT, seq_len=1024)),  # GPT-2 context 1024 (DeepSpeed's Megatron GPT-2 tutorial too)
     ("gpt", _GPT),
 ]
@@ -201,7 +202,8 @@ def _build_model(r: dict, assumed: list[str]) -> Model:
         raise _Skip(f"unknown model family for {name!r}: activation/vocabulary cannot be inferred")
     fam = dict(fam)
     kw: dict[str, Any] = {"name": name, "layers": m["layers"], "hidden": m["hidden"], "heads": m["heads"]}
-    for k in ("activation", "norm", "bias", "tied_embeddings", "position_embedding", "head_dim"):
+    for k in ("activation", "norm", "bias", "tied_embeddings", "position_embedding", "head_dim",
+              "sliding_window", "global_attention_every", "attention_sinks"):
         if k in fam:
             kw[k] = fam[k]
     if fam.get("mla"):

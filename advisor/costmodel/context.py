@@ -11,7 +11,7 @@ etp x ep grid with expert-DP = world / (etp * ep * pp) (M2).
 from __future__ import annotations
 
 from ..errors import InputError
-from ..inputs.architecture import ParameterCount, count_parameters
+from ..inputs.architecture import ParameterCount, count_parameters, windowed_layers
 from ..inputs.pipeline import stage_layers
 from ..inputs.precision import recipe
 
@@ -76,6 +76,7 @@ class Ctx:
     flash: bool
     # sequence
     seq: int
+    seq_attn: float    # keys per query the attention FLOPs count, as a full s x s matrix would (sliding windows)
     s_loc: float
     # model shape
     L: int
@@ -178,6 +179,7 @@ def _static(cluster, model, training) -> tuple:
     rec = recipe(training.precision)
     fields = dict(
         world=cluster.gpus, gbs=training.global_batch_size,
+        seq_attn=_attended_span(model, training.seq_len),
         precision=training.precision, gemm=rec.gemm, weight_copies=rec.weight_copies,
         lowp_bytes=rec.value_bytes + rec.scale_bytes if rec.low_precision else 0.0, flash=training.flash_attention, seq=training.seq_len,
         L=model.layers, h=h, a=a, kv=kv, wq=wq, wk=wk, wv=wv, wo=wo, latent=latent,
@@ -202,6 +204,31 @@ def _static(cluster, model, training) -> tuple:
         _STATIC.clear()
     _STATIC[key] = (cluster, model, training, value)
     return value
+
+
+def _attended_span(model, seq: int) -> float:
+    """The sequence length the attention FLOPs use (2 s (wq + wo) per token and layer, of which a
+    causal kernel executes flash_causal_fraction), averaged over the layers: a layer with a window
+    w < s attends min(i + 1, w) keys at position i, w - w(w - 1)/(2s) on average, which is what a
+    full causal matrix of 2w - w(w - 1)/s columns would execute (Beltagy et al. 2020, Longformer
+    §3.1: sliding-window attention is O(s w)); a chunked layer attends (c + 1)/2 keys on average.
+    The window applies to every attention kind."""
+    windowed = windowed_layers(model)
+    if not windowed:
+        return float(seq)
+    if model.attention_chunk is not None:
+        # chunked: position i attends (i mod c) + 1 keys, (c + 1)/2 on average (Llama 4 iRoPE)
+        c = model.attention_chunk
+        if c >= seq:
+            return float(seq)
+        span = c + 1.0
+    else:
+        w = model.sliding_window
+        if w >= seq:
+            return float(seq)
+        span = 2.0 * w - w * (w - 1) / seq
+    share = windowed / model.layers
+    return (1.0 - share) * seq + share * span
 
 
 def _split(fields: dict, splits: dict, pp: int) -> tuple:

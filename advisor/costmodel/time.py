@@ -62,7 +62,7 @@ def per_token_forward_flops(c: Ctx, n_dense: float, n_moe: float, logits: bool, 
     lin *= 2.0
     if logits:
         lin += 2.0 * c.h * vocab
-    attn = (n_dense + n_moe) * 2.0 * c.seq * (c.wq + c.wo)
+    attn = (n_dense + n_moe) * 2.0 * c.seq_attn * (c.wq + c.wo)
     return lin, attn
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["ParameterCount", "count_parameters"]
+__all__ = ["ParameterCount", "count_parameters", "windowed_layers"]
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,8 @@ def _attention(m) -> int:
         return q + kv + m.heads * a.v_head_dim * h
     q_out, kv_out = m.heads * m.head_dim, m.kv_heads * m.head_dim
     weights = h * q_out + 2 * h * kv_out + q_out * h
+    if getattr(m, "attention_sinks", False):        # GPT-OSS: one learned sink logit per head
+        weights += m.heads
     biases = 0
     if m.bias:
         biases = q_out + 2 * kv_out + h
@@ -90,6 +92,15 @@ def _mlp(m, inner: int) -> int:
     if m.activation == "swiglu":                      # gate, up, down
         return 3 * h * inner + ((2 * inner + h) if m.bias else 0)
     return 2 * h * inner + ((inner + h) if m.bias else 0)   # up, down
+
+
+def windowed_layers(m) -> int:
+    """Layers that attend locally: a sliding window or their chunk (Model.sliding_window,
+    attention_chunk, global_attention_every)."""
+    if getattr(m, "sliding_window", None) is None and getattr(m, "attention_chunk", None) is None:
+        return 0
+    every = m.global_attention_every
+    return m.layers - (m.layers // every if every else 0)
 
 
 def count_parameters(m) -> ParameterCount:

@@ -20,6 +20,18 @@ the embeddings are tied when the file does not say). Supported `model_type`s:
 | smollm3                  | as llama, but tied                                                   |
 | starcoder2               | GeLU, LayerNorm, RoPE, biases (use_bias), tied                       |
 | nemotron                 | squared ReLU (ungated: "gelu"), LayerNorm1p, RoPE, no biases, untied |
+| gpt_oss                  | MoE of gated experts, biases, sinks, alternating 128-token windows   |
+| gemma2, gemma3(_text)    | as gemma, with sliding-window layers (Gemma 3: and QK-norm)          |
+| phi3 (Phi-3, Phi-4)      | as llama (fused qkv / gate_up are the same matrices)                 |
+| olmo2                    | as llama, plus QK-norm                                               |
+| falcon                   | GeLU 4h MLP, LayerNorm, RoPE, no biases, tied; MQA or GQA            |
+| llama4(_text)            | MoE interleaved with dense layers, shared expert, chunked attention  |
+
+`gemma3` and `llama4` (multimodal checkpoints) are read from their `text_config`. Hybrid models
+(`nemotron_h`, `falcon_h1`, `qwen3_next`, `mamba`) are refused with what is not modelled, never
+mapped to another family. A `max_position_embeddings` beyond 32,768 with no RoPE-scaling original
+length is a supported length, not the pretraining context (Mistral-Nemo: 1,024,000), so the model
+states no `seq_len` and the training's default applies (its trace says so).
 
 Key names and class defaults are those of the Hugging Face `transformers` configuration classes
 (huggingface/transformers, src/transformers/models/<type>/configuration_<type>.py: LlamaConfig,
@@ -110,6 +122,43 @@ _FAMILIES: dict[str, _Family] = {
     # (zero-centred gamma) has a weight and a bias like "layernorm"; no biases unless attention_bias
     # / mlp_bias; partial RoPE adds no parameter; tie_word_embeddings defaults to False.
     "nemotron": _Family("gelu", "layernorm", "rope", False, False, False, False),
+    # GptOssConfig (openai/gpt-oss-20b, -120b): a gated MLP per expert (SwiGLU with clamp, three
+    # matrices), RMSNorm, RoPE (YaRN from 4096), biases on q/k/v/o, the router and the experts
+    # (attention_bias; GptOssExperts gate_up_proj_bias / down_proj_bias), untied, head_dim 64, a learned
+    # sink per head, and layer_types alternating sliding (128) and full attention.
+    "gpt_oss": _Family("swiglu", "rmsnorm", "rope", True, False, False, False, moe="mixtral"),
+    # Gemma2Config / Gemma3TextConfig: Gemma's GeGLU block, tied, with sliding-window layers
+    # (Gemma 2: every other layer, window 4096; Gemma 3: five of every six, window 1024 in the
+    # checkpoints) and, in Gemma 3, QK-norm over each head. Their extra post-attention / post-MLP
+    # norms (2 x hidden per layer, under 0.01 % of the weights) are not counted.
+    "gemma2": _Family("swiglu", "rmsnorm", "rope", False, False, True, False),
+    "gemma3_text": _Family("swiglu", "rmsnorm", "rope", False, False, True, False, qk_norm=True),
+    # Phi3Config (Phi-3, Phi-3.5, Phi-4): Llama's block with fused qkv_proj and gate_up_proj (the
+    # same matrices), untied; Phi-3-mini-4k declares a 2047-token sliding window.
+    "phi3": _LLAMA,
+    # Olmo2Config: Llama's block with RMSNorm after attention and MLP (two norms, as Llama) and
+    # QK-norm over the whole q and k projections (heads x head_dim and kv_heads x head_dim weights
+    # per layer, counted as per-head norms: under 0.1 % of the weights), untied.
+    "olmo2": _Family("swiglu", "rmsnorm", "rope", False, False, False, False, qk_norm=True),
+    # FalconConfig: GeLU MLP of 4 x hidden (ffn_hidden_size), LayerNorm, RoPE, no biases, tied;
+    # new_decoder_architecture (40B, 180B) has GQA with num_kv_heads, the 7B multi-query attention.
+    "falcon": _Family("gelu", "layernorm", "rope", False, False, True, True),
+    # Llama4TextConfig (Llama 4 Scout / Maverick, text model): MoE layers every
+    # interleave_moe_layer_step-th layer with one shared expert of the experts' size, dense layers of
+    # intermediate_size_mlp, chunked attention (attention_chunk_size) on the RoPE layers and global
+    # attention on every 4th (no_rope_layers, iRoPE), untied. The vision encoder is not part of it.
+    "llama4_text": _Family("swiglu", "rmsnorm", "rope", False, False, False, False, moe="llama4"),
+}
+# model_types whose config nests the language model under "text_config" (multimodal checkpoints):
+# the text model is read, the vision tower is not (it is not trained by the layouts advisor plans).
+_TEXT_CONFIG = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
+# Architectures advisor cannot describe yet, refused with what is missing instead of a wrong mapping.
+_NOT_YET = {
+    "nemotron_h": "hybrid Mamba-2 / attention layers (Nemotron-H) are not modelled yet",
+    "qwen3_next": "Gated DeltaNet linear-attention layers (Qwen3-Next) are not modelled yet",
+    "falcon_h1": "hybrid Mamba-2 / attention layers (Falcon-H1) are not modelled yet",
+    "mamba": "Mamba layers are not modelled yet",
+    "mamba2": "Mamba-2 layers are not modelled yet",
 }
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(_FAMILIES)
 
@@ -154,9 +203,22 @@ def model_fields_from_hf_config(path_or_dict: str | os.PathLike[str] | Mapping[s
     if model_type is None:
         raise InputError("hf_config.model_type", None,
                          f"one of {list(SUPPORTED_MODEL_TYPES)} (the key is missing)", _where(where))
+    if isinstance(model_type, str) and model_type in _TEXT_CONFIG:
+        text = cfg.get("text_config")
+        if not isinstance(text, Mapping):
+            raise InputError("hf_config.text_config", text, f"the language model's config (model_type '{model_type}')",
+                             _where(where))
+        cfg = {**text, "model_type": _TEXT_CONFIG[model_type],
+               "_name_or_path": cfg.get("_name_or_path") or text.get("_name_or_path")}
+        model_type = cfg["model_type"]
+    if isinstance(model_type, str) and model_type in _NOT_YET:
+        raise InputError("hf_config.model_type", model_type, f"one of {list(SUPPORTED_MODEL_TYPES)}",
+                         f"{_NOT_YET[model_type]}; no other model_type describes it, so none is suggested")
     if not isinstance(model_type, str) or model_type not in _FAMILIES:
         raise InputError("hf_config.model_type", model_type, f"one of {list(SUPPORTED_MODEL_TYPES)}",
-                         "a llama-like model can be read by setting model_type to 'llama' in a copy")
+                         "for another architecture, give its shape to advisor.Model(layers=..., hidden=..., "
+                         "heads=..., kv_heads=..., ffn_hidden=..., vocab=..., experts=...) field by field; "
+                         "renaming model_type would read the file with another family's rules")
     fam = _FAMILIES[model_type]
     r = _Reader(cfg, model_type, where)
 
@@ -170,6 +232,8 @@ def model_fields_from_hf_config(path_or_dict: str | os.PathLike[str] | Mapping[s
             r.missing(_FFN)
         ffn = 4 * hidden
     kv_heads = r.optional(("num_key_value_heads",)) or heads   # Llama 1 configs omit it (MHA)
+    if model_type == "falcon":
+        kv_heads = _falcon_kv_heads(r, heads)
     max_position = r.optional(_MAX_POS)
 
     kwargs: dict[str, Any] = dict(
@@ -202,9 +266,15 @@ def model_fields_from_hf_config(path_or_dict: str | os.PathLike[str] | Mapping[s
         # Starcoder2Config.use_bias (default True): biases on q, k, v, o, c_fc and c_proj.
         kwargs["bias"] = r.flag("use_bias", True)
 
+    _attention_window(r, kwargs, layers)
+    if model_type == "gpt_oss":
+        kwargs["attention_sinks"] = True
+        kwargs["bias"] = r.flag("attention_bias", True)
     if fam.moe == "mixtral":
         kwargs["experts"] = r.required(("num_local_experts",))
         kwargs["experts_per_token"] = r.required(("num_experts_per_tok",))
+    elif fam.moe == "llama4":
+        _llama4(r, kwargs, layers)
     elif fam.moe == "deepseek":
         _deepseek(r, kwargs)
     elif fam.moe == "qwen3":
@@ -223,6 +293,88 @@ _HF_KEY = {"layers": _LAYERS[0], "hidden": _HIDDEN[0], "heads": _HEADS[0], "kv_h
            "ffn_hidden": _FFN[0], "vocab": _VOCAB[0], "max_position": _MAX_POS[0], "experts": "n_routed_experts",
            "experts_per_token": "num_experts_per_tok", "moe_ffn_hidden": "moe_intermediate_size",
            "dense_layers": "first_k_dense_replace", "mtp_layers": "num_nextn_predict_layers"}
+
+
+# --- attention windows, Falcon, Llama 4 ------------------------------------------------------------
+
+def _attention_window(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
+    """Model.sliding_window / attention_chunk / global_attention_every from the config: `layer_types`
+    (transformers >= 4.53: "sliding_attention" / "full_attention" per layer; GPT-OSS, Gemma 2/3),
+    else Gemma 3's `sliding_window_pattern`, Gemma 2's alternation, or one window on every layer
+    (Mistral 7B v0.1, Phi-3-mini: `sliding_window` set and no pattern). Qwen2-style configs carry a
+    `sliding_window` that is off unless `use_sliding_window` is true. Llama 4: chunked attention of
+    attention_chunk_size on the RoPE layers, global on every 4th (no_rope_layers / iRoPE)."""
+    cfg = r.cfg
+    if r.model_type == "llama4_text":
+        chunk = r.optional(("attention_chunk_size",))
+        if chunk:
+            kwargs["attention_chunk"] = chunk
+            kwargs["global_attention_every"] = _every_from_flags(r, cfg.get("no_rope_layers"), layers, "no_rope_layers",
+                                                                 global_value=0, default=4)
+        return
+    if cfg.get("use_sliding_window") is False:
+        return
+    window = r.optional(("sliding_window",))
+    if window is None:
+        return
+    kwargs["sliding_window"] = window
+    types = cfg.get("layer_types")
+    if types is not None:
+        kwargs["global_attention_every"] = _every_from_types(r, types, layers)
+    elif r.cfg.get("sliding_window_pattern") is not None:
+        kwargs["global_attention_every"] = r.value("sliding_window_pattern", cfg["sliding_window_pattern"])
+    elif r.model_type == "gemma2":
+        kwargs["global_attention_every"] = 2      # Gemma2DecoderLayer: sliding when (layer_idx + 1) % 2
+    else:
+        kwargs["global_attention_every"] = 0
+
+
+def _every_from_types(r: "_Reader", types: Any, layers: int) -> int:
+    if not isinstance(types, list) or len(types) != layers or not all(
+            t in ("sliding_attention", "full_attention") for t in types):
+        raise InputError("hf_config.layer_types", types, f"{layers} entries of 'sliding_attention' or "
+                         f"'full_attention' (model_type '{r.model_type}')", _where(r.where))
+    return _every_from_flags(r, [t == "full_attention" for t in types], layers, "layer_types", global_value=True)
+
+
+def _every_from_flags(r: "_Reader", flags: Any, layers: int, key: str, global_value: Any, default: int = 0) -> int:
+    """n such that exactly layers n-1, 2n-1, ... are global (flags[i] == global_value); 0: none is."""
+    if flags is None:
+        return default
+    if not isinstance(flags, list) or len(flags) != layers:
+        raise InputError(f"hf_config.{key}", flags, f"a list of {layers} per-layer entries (model_type "
+                         f"'{r.model_type}')", _where(r.where))
+    glob = [i for i, f in enumerate(flags) if f == global_value]
+    if not glob:
+        return 0
+    every = glob[0] + 1
+    if glob != list(range(every - 1, layers, every)):
+        raise InputError(f"hf_config.{key}", flags, "global attention on every n-th layer, which advisor.Model "
+                         f"describes (global_attention_every; model_type '{r.model_type}')", _where(r.where))
+    return every
+
+
+def _falcon_kv_heads(r: "_Reader", heads: int) -> int:
+    """FalconConfig: num_kv_heads with new_decoder_architecture, one shared key/value head with
+    multi_query (Falcon-7B), else multi-head attention."""
+    if r.flag("new_decoder_architecture", False):
+        return r.optional(("num_kv_heads",)) or heads
+    return 1 if r.flag("multi_query", True) else heads
+
+
+def _llama4(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
+    """Llama4TextConfig: experts of intermediate_size with one shared expert of the same size, on the
+    layers interleave_moe_layer_step - 1, 2 * step - 1, ... (modeling_llama4.py `moe_layers`); the
+    other layers' MLP is intermediate_size_mlp wide."""
+    experts = r.required(("num_local_experts",))
+    step = r.optional(("interleave_moe_layer_step",)) or 1
+    kwargs["experts"] = experts
+    kwargs["experts_per_token"] = r.required(("num_experts_per_tok",))
+    kwargs["moe_ffn_hidden"] = r.required(("intermediate_size",))
+    kwargs["ffn_hidden"] = r.optional(("intermediate_size_mlp",)) or kwargs["moe_ffn_hidden"]
+    kwargs["shared_experts"] = 1
+    kwargs["dense_layers"] = step - 1
+    kwargs["moe_layer_freq"] = step
 
 
 # --- DeepSeek-V2/V3 ------------------------------------------------------------------------------
@@ -300,7 +452,16 @@ def _pretraining_context(cfg: Mapping[str, Any], max_position: int | None, r: "_
     if isinstance(scaling, Mapping) and scaling.get("original_max_position_embeddings") is not None:
         return r.value("rope_scaling.original_max_position_embeddings",
                        scaling["original_max_position_embeddings"])
+    if max_position is not None and max_position > LONGEST_STATED_CONTEXT:
+        # a supported length, not a training context (Mistral-Nemo: 1,024,000): Training.seq_len
+        # then falls back to its default, and the trace says so
+        return None
     return max_position
+
+
+# The longest max_position_embeddings taken as the pretraining context when the config gives no
+# RoPE-scaling original: 32,768 (Qwen2.5, Mistral 7B; beyond it configs state extension limits).
+LONGEST_STATED_CONTEXT = 32_768
 
 
 def _source(cfg: Mapping[str, Any], where: str | None) -> str:

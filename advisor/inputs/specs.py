@@ -222,6 +222,19 @@ class Model(_Frozen):
     router_group_topk: int | None = Field(None, ge=1, le=65_536)
     """Groups a token picks its experts from (DeepSeek-V3: 4, so at most 4 nodes; HF topk_group,
     Megatron --moe-router-group-topk); None: every group."""
+    sliding_window: int | None = Field(None, ge=1, le=1 << 24)
+    """Tokens a windowed attention layer attends (Mistral 7B v0.1, Gemma 2 / 3, GPT-OSS; HF
+    `sliding_window`); None: every layer attends the whole context."""
+    attention_chunk: int | None = Field(None, ge=1, le=1 << 24)
+    """Chunked local attention (Llama 4's RoPE layers; HF `attention_chunk_size`): a layer attends
+    the keys of its own chunk of this many tokens only. Exclusive with sliding_window."""
+    global_attention_every: int = Field(0, ge=0, le=MAX_LAYERS)
+    """With sliding_window or attention_chunk: every n-th layer (layers n-1, 2n-1, ...) attends the
+    whole context and the others locally (Gemma 3: 6, GPT-OSS and Gemma 2: 2, Llama 4: 4); 0: every
+    layer is local."""
+    attention_sinks: bool = False
+    """A learned sink logit per head in each layer's softmax (GPT-OSS; HF `sinks`): heads parameters
+    per layer, no GEMM."""
     mla: MLA | None = None
     mtp_layers: int = Field(0, ge=0, le=16)
     """Multi-token-prediction modules (DeepSeek-V3: 1); counted in params_with_mtp, not params."""
@@ -264,6 +277,12 @@ class Model(_Frozen):
         if self.position_embedding == "learned" and not (self.max_position or self.seq_len):
             raise InputError("Model.max_position", None, "a length when position_embedding is 'learned'",
                              "the learned position table has max_position rows")
+        if self.sliding_window is not None and self.attention_chunk is not None:
+            raise InputError("Model.attention_chunk", self.attention_chunk, "None when sliding_window is set",
+                             "a layer attends either a sliding window or its chunk")
+        if self.global_attention_every and self.sliding_window is None and self.attention_chunk is None:
+            raise InputError("Model.global_attention_every", self.global_attention_every,
+                             "0 unless sliding_window or attention_chunk is set", "it says which layers are not local")
         if self.moe_ffn_hidden is None and self.experts > 1:
             object.__setattr__(self, "moe_ffn_hidden", self.ffn_hidden)
         counted = count_parameters(self).total
