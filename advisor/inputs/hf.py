@@ -29,7 +29,7 @@ the embeddings are tied when the file does not say). Supported `model_type`s:
 
 `gemma3` and `llama4` (multimodal checkpoints) are read from their `text_config`. Hybrid models
 (`nemotron_h`, `falcon_h1`, `qwen3_next`, `mamba`) are refused with what is not modelled, never
-mapped to another family. A `max_position_embeddings` beyond 32,768 with no RoPE-scaling original
+mapped to another family. A `max_position_embeddings` beyond 65,536 with no RoPE-scaling original
 length is a supported length, not the pretraining context (Mistral-Nemo: 1,024,000), so the model
 states no `seq_len` and the training's default applies (its trace says so).
 
@@ -460,8 +460,10 @@ def _pretraining_context(cfg: Mapping[str, Any], max_position: int | None, r: "_
 
 
 # The longest max_position_embeddings taken as the pretraining context when the config gives no
-# RoPE-scaling original: 32,768 (Qwen2.5, Mistral 7B; beyond it configs state extension limits).
-LONGEST_STATED_CONTEXT = 32_768
+# RoPE-scaling original: 65,536 (Qwen3 states 40,960, Qwen2.5 and Mistral 7B 32,768; the configs
+# beyond it state extension limits: Gemma 3 131,072 through linear RoPE scaling, Mistral-Nemo
+# 1,024,000).
+LONGEST_STATED_CONTEXT = 65_536
 
 
 def _source(cfg: Mapping[str, Any], where: str | None) -> str:
