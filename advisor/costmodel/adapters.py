@@ -39,7 +39,7 @@ from .context import Ctx
 
 __all__ = ["NF4_BITS_PER_PARAM", "NF4_BYTES_PER_PARAM", "FROZEN_WEIGHT_BYTES", "target_shapes", "layer_adapter_params",
            "stage_adapter_params", "adapter_forward_flops", "adapter_gemm_calls", "adapter_activation_bytes",
-           "base_linear_params", "dequant_bytes"]
+           "base_linear_params", "dequant_bytes", "model_adapter_params", "finetune_state_bytes"]
 
 NF4_BITS_PER_PARAM = 4.0 + 8.0 / 64.0 + 32.0 / (64.0 * 256.0)
 """QLoRA §3: 4-bit NF4 value + 8-bit block absmax per 64 values + fp32 second-level constant per 256 blocks."""
@@ -139,3 +139,44 @@ def dequant_bytes(c: Ctx, n_dense: float, n_moe: float) -> float:
     once each, full recompute once more."""
     passes = 3.0 if c.recompute == "full" else 2.0
     return passes * base_linear_params(c, n_dense, n_moe) * (NF4_BYTES_PER_PARAM + 2.0)
+
+
+def model_adapter_params(model, rank: int, targets: tuple) -> int:
+    """All adapter parameters of `model` (an inputs.Model) for rank r on `targets`: r * (d_in + d_out)
+    per targeted linear, per layer; MoE layers adapt each routed and shared expert's fc1/fc2."""
+    h, f = model.hidden, model.ffn_hidden
+    hd = model.head_dim or h // model.heads
+    if model.mla is not None:
+        m = model.mla
+        wq = wk = model.heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)
+        wv = wo = model.heads * m.v_head_dim
+    else:
+        wq = wo = model.heads * hd
+        wk = wv = (model.kv_heads or model.heads) * hd
+    up = 2 if model.activation == "swiglu" else 1
+    attn = (h + wq + wk + wv if "qkv" in targets else 0) + (wo + h if "proj" in targets else 0)
+
+    def mlp(width: int) -> int:
+        return (h + up * width if "fc1" in targets else 0) + (width + h if "fc2" in targets else 0)
+
+    if model.experts <= 1:
+        return rank * model.layers * (attn + mlp(f))
+    f_moe = model.moe_ffn_hidden or f
+    n_moe = sum(1 for i in range(model.layers)
+                if i >= model.dense_layers and (i - model.dense_layers) % model.moe_layer_freq == 0)
+    n_dense = model.layers - n_moe
+    per_moe = attn + (model.experts + model.shared_experts) * mlp(f_moe)
+    return rank * (n_dense * (attn + mlp(f)) + n_moe * per_moe)
+
+
+def finetune_state_bytes(model, counts, training, full_bytes_per_param: float) -> float:
+    """Unsharded model states of a LoRA / QLoRA job: the frozen base at 16 bits (QLoRA: its linear
+    layers at NF4's 4.127 bits) plus the adapters at the full-training bytes per parameter."""
+    rank = training.lora_rank or 16
+    targets = tuple(training.lora_targets or ("qkv", "proj", "fc1", "fc2"))
+    base = model.params * FROZEN_WEIGHT_BYTES
+    if training.task == "qlora":
+        layers = counts.dense_layer_count + counts.moe_layer_count
+        linear = model.params - counts.embedding - counts.output - counts.final_norm - layers * counts.norms
+        base -= linear * (FROZEN_WEIGHT_BYTES - NF4_BYTES_PER_PARAM)
+    return base + model_adapter_params(model, rank, targets) * full_bytes_per_param
