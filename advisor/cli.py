@@ -46,6 +46,25 @@ EXIT_STATUS = {
 EXIT_INTERNAL, EXIT_OUTPUT, EXIT_INTERRUPTED = 3, 4, 130
 
 
+def _finetune_args(r: argparse.ArgumentParser) -> None:
+    """Training.task and the LoRA settings (advisor.inputs.finetune)."""
+    r.add_argument("--task", choices=["pretrain", "sft", "lora", "qlora"], default="pretrain",
+                   help="pretrain / sft train every weight; lora and qlora train adapters on a frozen base")
+    r.add_argument("--lora-rank", type=int, help="adapter rank r (lora, qlora; default 16)")
+    r.add_argument("--lora-alpha", type=int, help="adapter scale numerator (default 2 x rank)")
+    r.add_argument("--lora-targets", nargs="+", choices=["qkv", "proj", "fc1", "fc2"],
+                   help="linears that get an adapter (default: all four)")
+
+
+def _finetune_fields(args) -> dict:
+    fields = {"task": args.task}
+    for key in ("lora_rank", "lora_alpha", "lora_targets"):
+        value = getattr(args, key)
+        if value is not None:
+            fields[key] = tuple(value) if key == "lora_targets" else value
+    return fields
+
+
 def _situation_args(r: argparse.ArgumentParser) -> None:
     model = r.add_mutually_exclusive_group(required=True)
     model.add_argument("--model", help="model preset name, e.g. llama-3-70b (see `advisor presets`)")
@@ -59,6 +78,7 @@ def _situation_args(r: argparse.ArgumentParser) -> None:
     r.add_argument("--precision", choices=list(RECIPES), default="bf16",
                    help="GEMM precision recipe (advisor.inputs.precision): fp8 = the framework's default FP8")
     r.add_argument("--no-flash-attention", action="store_true", help="FlashAttention kernels are not available")
+    _finetune_args(r)
     r.add_argument("--rules", nargs="*", default=[], metavar="FILE", help="extra site rule files (TOML)")
     r.add_argument("--engine", choices=["durable", "python"], help="rule engine (default: durable where it imports)")
     r.add_argument("--assume", action="append", default=[], metavar="NAME=VALUE",
@@ -148,7 +168,7 @@ def _situation(args):
         cluster["gpus_per_node"] = args.gpus_per_node
     if args.nvlink_domain:
         cluster["nvlink_domain"] = args.nvlink_domain
-    training = {"precision": args.precision, "flash_attention": not args.no_flash_attention}
+    training = {"precision": args.precision, "flash_attention": not args.no_flash_attention, **_finetune_fields(args)}
     for key, value in (("seq_len", args.seq_len), ("global_batch_size", args.global_batch),
                        ("micro_batch_size", getattr(args, "micro_batch", None) if args.command != "audit" else None)):
         if value is not None:

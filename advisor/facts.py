@@ -14,6 +14,7 @@ from typing import Any
 
 from .costmodel import memory_only
 from .costmodel.context import is_shape_error
+from .costmodel.adapters import finetune_state_bytes
 from .costmodel.memory import model_state_bytes_per_param
 from .errors import InputError
 from .inputs.architecture import count_parameters
@@ -93,7 +94,11 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("training.gemm_format", str, "format of the linear-layer GEMMs: 16-bit, fp8 or fp4 (advisor.inputs.precision)"),
     ("training.precision_needs", str, "tensor cores the precision needs: none, fp8 or block-scaled"),
     ("training.flash_attention", bool, "FlashAttention-style kernels available"),
-    ("sizing.states_gib", float, "model states (weights, grads, Adam) without sharding, GiB"),
+    ("training.task", str, "pretrain, sft, lora or qlora (advisor.inputs.finetune)"),
+    ("training.frozen_base", bool, "the base weights are frozen: task lora or qlora"),
+    ("sizing.states_gib", float, "model states (weights, grads, Adam) without sharding, GiB; LoRA / QLoRA: "
+     "the frozen base's weights plus the adapters' states"),
+    ("sizing.full_states_gib", float, "model states if every weight trained (pretrain, full SFT), GiB"),
     ("sizing.states_gpu_ratio", float, "unsharded model states / one GPU's memory"),
     ("sizing.states_node_ratio", float, "unsharded model states / one server's GPU memory"),
     ("sizing.states_cluster_ratio", float, "unsharded model states / the cluster's GPU memory"),
@@ -184,8 +189,12 @@ def build_facts(cluster: Cluster, model: Model, training: Training) -> dict[str,
     gpu_bytes = gpu.memory
     node_gpus = cluster.gpus_in_node
     per_param = state_bytes_per_param(training.precision)
-    states = model.params * per_param
+    full_states = model.params * per_param
+    states = full_states
     layer_states = counts.largest_layer * per_param
+    if training.frozen_base:    # LoRA / QLoRA: a frozen base and trainable adapters (costmodel.adapters)
+        states = finetune_state_bytes(model, counts, training, per_param)
+        layer_states *= states / full_states
     return {
         "cluster": {
             "gpus": cluster.gpus,
@@ -225,11 +234,14 @@ def build_facts(cluster: Cluster, model: Model, training: Training) -> dict[str,
             "tokens_per_step": training.seq_len * training.global_batch_size,
             "precision": training.precision,
             "flash_attention": training.flash_attention,
+            "task": training.task,
+            "frozen_base": training.frozen_base,
             "gemm_format": recipe(training.precision).gemm,
             "precision_needs": recipe(training.precision).needs or "none",
         },
         "sizing": {
             "states_gib": _round(states / GIB),
+            "full_states_gib": _round(full_states / GIB),
             "states_gpu_ratio": _round(states / gpu_bytes),
             "states_node_ratio": _round(states / (node_gpus * gpu_bytes)),
             "states_cluster_ratio": _round(states / (cluster.gpus * gpu_bytes)),

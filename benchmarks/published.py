@@ -6,8 +6,8 @@
 
 Each record's null fields are filled with the defaults of the framework (and era) that ran it, and
 every filled value is listed in `rec.assumed`, so a reader sees what the source did not state.
-Records whose model shape cannot be completed (no layers/hidden/heads and no matching preset), or
-that describe something advisor does not model (LoRA), are skipped with the reason:
+Records whose model shape cannot be completed (no layers/hidden/heads and no matching preset) are
+skipped with the reason:
 `load_records(include_skipped=True)` yields them too, with `rec.skip_reason` set and the advisor
 objects None.
 
@@ -26,6 +26,8 @@ Mapping rules (each one cited where it is a fact, stated where it is a choice):
   norm, biases, tied embeddings, position embedding, vocabulary, MoE/MLA details. ffn_hidden null ->
   4*hidden for GPT-style GeLU models (GPT-2/3, BLOOM, OPT, GPT-NeoX, BloombergGPT papers).
 - Layout/training nulls -> the framework's defaults for that kind of run: see `_FRAMEWORK_DEFAULTS`.
+- Fine-tuning rows: task "finetune" -> Training.task "sft"; LoRA rows -> "lora" with the NeMo 1.x
+  PEFT defaults for NeMo 24.07 rows (`_NEMO1_LORA`: rank 32 on the fused QKV).
 - Options a record states beyond the Layout fields become `rec.assumptions`: selective recompute
   modules ("selective: mla_up_proj, layernorm" -> Assumptions.recompute_modules). Framework defaults
   of the run's kind too: NeMo 24.07 bf16 gradient buffers; its Llama SFT config's bf16 optimizer
@@ -378,8 +380,7 @@ def _build(r: dict) -> PublishedRecord:
     rec = PublishedRecord(id=r["id"], raw=r)
     A = rec.assumed
     task = (r["training"].get("task") or "")
-    if "lora" in r["id"].lower() or "lora" in task.lower():
-        raise _Skip("LoRA fine-tuning (frozen base weights, adapter-only optimizer states) is not modelled")
+    ft = _finetune_fields(r, A)
     c = r["cluster"]
     if not c.get("gpus"):
         raise _Skip("cluster size not stated")
@@ -528,10 +529,35 @@ def _build(r: dict) -> PublishedRecord:
         A.append("fp16 FSDP audited as DeepSpeed ZeRO-3 (torchtitan, the FSDP stand-in, has no fp16)")
     rec.cluster, rec.model = cluster, model
     rec.training = Training(seq_len=seq, global_batch_size=gbs, micro_batch_size=mbs, precision=precision,
-                            flash_attention=D["flash"])
+                            flash_attention=D["flash"], **ft)
     rec.layout = Layout(framework=framework, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, etp=etp, vpp=vpp, sp=sp,
                         zero_stage=zero, micro_batch_size=mbs, num_microbatches=n_mb, recompute=rc, offload=off)
     return rec
+
+
+# NeMo 1.x PEFT defaults, which the NeMo 24.07 LoRA performance rows ran (the table states no adapter
+# settings): github:NVIDIA/NeMo@5d5919fe8a4877d260a22cd80690b7ef3acde7a0
+# examples/nlp/language_modeling/tuning/conf/megatron_gpt_finetuning_config.yaml, peft.lora_tuning:
+# target_modules ['attention_qkv'], adapter_dim 32, alpha = adapter_dim.
+_NEMO1_LORA = {"task": "lora", "lora_rank": 32, "lora_alpha": 32, "lora_targets": ("qkv",)}
+
+
+def _finetune_fields(r: dict, A: list) -> dict:
+    """Training.task (and LoRA settings) of a record: "lora" for LoRA rows, "sft" for fine-tuning rows."""
+    task = (r["training"].get("task") or "").lower()
+    fw = (r["training"].get("framework") or "").lower()
+    if "lora" in r["id"].lower() or "lora" in task:
+        if "nemo 24.07" in fw:
+            A.append("LoRA rank 32 on the fused QKV only (NeMo 1.x megatron_gpt_finetuning_config.yaml defaults)")
+            return dict(_NEMO1_LORA)
+        A.append("LoRA with advisor's defaults (the source states no adapter settings)")
+        return {"task": "lora"}
+    if task == "finetune":
+        if "dpo" in r["id"].lower() or "orpo" in r["id"].lower():
+            A.append("preference tuning estimated as full SFT (DPO's frozen reference model and paired "
+                     "sequences are not modelled)")
+        return {"task": "sft"}
+    return {}
 
 
 def layout_label(layout: Layout, ep: bool = False) -> str:

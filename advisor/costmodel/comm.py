@@ -343,7 +343,7 @@ def pp_per_microbatch(c: Ctx, A, window: float = 0.0):
     return msg * n, sec, sec * (1.0 - A.pp_overlap), net
 
 
-def dp_terms(c: Ctx, A, dense: float, expert: float):
+def dp_terms(c: Ctx, A, dense: float, expert: float, trainable: tuple | None = None):
     """Data-parallel traffic of one rank: returns (once_bytes, once_grad_sec, once_param_sec,
     per_mb_bytes, per_mb_sec, network). `dense` / `expert` are the rank's parameter counts.
 
@@ -356,8 +356,12 @@ def dp_terms(c: Ctx, A, dense: float, expert: float):
                 micro-batch (ZeRO paper §7.2.2: 1.5x the all-reduce volume, per micro-batch with GA).
     torchtitan: zero 0 (replicate) all-reduce of fp32 grads; FSDP all-gathers bf16 params forward and
                 backward and reduce-scatters fp32 grads every micro-batch.
+    `trainable` = (dense, expert) parameters that get gradients when the base is frozen (LoRA,
+    costmodel.adapters): gradients and the once-per-step gather of updated parameters move those only;
+    the per-micro-batch gathers of sharded weights (ZeRO-3, FSDP) still move every weight.
     """
-    groups = ((dense, c.dense_shard, c.tp * c.cp), (expert, c.edp, c.etp * c.ep))
+    tr_d, tr_e = trainable if trainable is not None else (dense, expert)
+    groups = ((dense, tr_d, c.dense_shard, c.tp * c.cp), (expert, tr_e, c.edp, c.etp * c.ep))
     fw, z = c.framework, c.zero
     if fw == "megatron":
         g = 2.0 if c.precision == "fp16" else A.megatron_main_grad_bytes
@@ -385,7 +389,7 @@ def dp_terms(c: Ctx, A, dense: float, expert: float):
     ob = og = op = mbb = mbs = 0.0
     net = False
     per_layer = max(1, c.L // c.pp)
-    for params, n, stride in groups:
+    for params, trained, n, stride in groups:
         if params <= 0 or n <= 1:
             continue
         if fw == "megatron":
@@ -394,13 +398,18 @@ def dp_terms(c: Ctx, A, dense: float, expert: float):
             buckets = params / A.deepspeed_bucket_elements if c.deepspeed else 1.0
         if buckets < 1.0:
             buckets = 1.0
+        if trainable is not None:
+            # adapters only: their few buckets (DeepSpeed, Megatron size them by elements)
+            buckets = max(1.0, buckets * trained / params)
         for units, bpp in once_g:
-            bb, s, nn = collective(c, A, units, params * bpp, n, stride, units * buckets)
+            bb, s, nn = collective(c, A, units, trained * bpp, n, stride, units * buckets)
             ob += bb; og += s; net |= nn
         for units, bpp in once_p:
-            bb, s, nn = collective(c, A, units, params * bpp, n, stride, units * buckets)
+            bb, s, nn = collective(c, A, units, trained * bpp, n, stride, units * buckets)
             ob += bb; op += s; net |= nn
-        for units, bpp in mb:  # FSDP / ZeRO-3 gather and reduce layer by layer
-            bb, s, nn = collective(c, A, units, params * bpp, n, stride, units * per_layer)
+        for i, (units, bpp) in enumerate(mb):  # FSDP / ZeRO-3 gather and reduce layer by layer
+            # ZeRO-3 / FSDP: the first of two entries gathers the weights, the other reduces gradients
+            moved = params if (i == 0 and len(mb) == 2) else trained
+            bb, s, nn = collective(c, A, units, moved * bpp, n, stride, units * per_layer)
             mbb += bb; mbs += s; net |= nn
     return ob, og, op, mbb, mbs, net

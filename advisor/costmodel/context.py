@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..errors import InputError
 from ..inputs.architecture import ParameterCount, count_parameters, windowed_layers
+from ..inputs.finetune import DEFAULT_LORA_RANK, DEFAULT_LORA_TARGETS, FROZEN_BASE_TASKS
 from ..inputs.pipeline import stage_layers
 from ..inputs.precision import recipe
 
@@ -74,6 +75,11 @@ class Ctx:
     lowp_bytes: float  # bytes per quantised element, scales included (0 for 16-bit)
     weight_copies: int # quantised weight copies kept by Transformer Engine (0 for 16-bit)
     flash: bool
+    # fine-tuning (Training.task; costmodel.adapters)
+    frozen: bool       # LoRA / QLoRA: the base weights get no gradients and no optimizer states
+    qlora: bool        # the frozen linears are stored in 4-bit NF4
+    lora_rank: int     # 0 unless frozen
+    lora_targets: tuple
     # sequence
     seq: int
     seq_attn: float    # keys per query the attention FLOPs count, as a full s x s matrix would (sliding windows)
@@ -177,6 +183,7 @@ def _static(cluster, model, training) -> tuple:
     g = cluster.gpu
     peak = g.peak_flops
     rec = recipe(training.precision)
+    frozen = training.task in FROZEN_BASE_TASKS
     fields = dict(
         world=cluster.gpus, gbs=training.global_batch_size,
         seq_attn=_attended_span(model, training.seq_len),
@@ -190,6 +197,9 @@ def _static(cluster, model, training) -> tuple:
         moe_freq=model.moe_layer_freq, vocab=vocab, tied=model.tied_embeddings,
         gpt_style=model.bias or model.position_embedding == "learned", pc=pc,
         kv_params=kv_params, pos_params=pc.embedding - vocab * h,
+        frozen=frozen, qlora=training.task == "qlora",
+        lora_rank=(training.lora_rank or DEFAULT_LORA_RANK) if frozen else 0,
+        lora_targets=tuple(training.lora_targets or DEFAULT_LORA_TARGETS) if frozen else (),
         capacity=g.memory, peak=peak, peak_fp8=g.peak_flops_fp8 or peak,
         peak_fp4=g.peak_flops_fp4 or g.peak_flops_fp8 or peak, hbm=hbm_bandwidth(g),
         nvlink_bw=cluster.intra_node_bandwidth / 2.0, net_bw=cluster.inter_node_bandwidth,

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from .adapters import FROZEN_WEIGHT_BYTES, NF4_BYTES_PER_PARAM, adapter_activation_bytes, stage_adapter_params
 from .context import Ctx, remember
 
 __all__ = [
@@ -225,6 +226,8 @@ def _layer_acts(c: Ctx, A, recompute: str, moe: bool) -> float:
         base += moe_mlp_activations(c.s_loc, c.b, c.h, t=c.tp, etp=c.etp, sp=c.sp, k=c.topk, experts=c.experts,
                                     f_moe=c.f_moe, shared=c.shared, gated=c.gated, dropout_masks=masks,
                                     lin_bytes=lin, imbalance=A.moe_load_imbalance, modules=modules)
+    if c.frozen and recompute != "full":   # the adapters' own stored tensors (costmodel.adapters)
+        base += c.s_loc * c.b * adapter_activation_bytes(c)
     return base
 
 
@@ -374,10 +377,16 @@ def _stage_states(c: Ctx, A, k: int, inv: tuple) -> tuple:
         dense += pc.final_norm
 
     w_d, w_e, g_d, g_e, o_d, o_e, w_s, g_s, nd, ne = per_param   # bytes/param of dense and expert params
-    w_dense = dense * w_d
-    w_exp = expert * w_e
-    g_bytes = dense * g_d + expert * g_e
-    o_bytes = dense * o_d + expert * o_e
+    tr_dense, tr_expert = dense, expert     # trainable parameters: all, or the adapters (LoRA / QLoRA)
+    if c.frozen:
+        w_dense, w_exp, tr_dense, tr_expert = _frozen_base(c, per_param, n_dense, n_moe, dense, expert, linear)
+        dense += tr_dense
+        expert += tr_expert
+    else:
+        w_dense = dense * w_d
+        w_exp = expert * w_e
+    g_bytes = tr_dense * g_d + tr_expert * g_e
+    o_bytes = tr_dense * o_d + tr_expert * o_e
     # Transformer Engine's cached quantised weights: per copy, the element and its scales (inputs.precision)
     fp8_copy = 0.0
     if c.lowp_bytes:
@@ -399,7 +408,7 @@ def _stage_states(c: Ctx, A, k: int, inv: tuple) -> tuple:
         if c.deepspeed or c.framework == "torchtitan":
             # ZeRO-Offload moves the gradient partitions with the optimizer (DeepSpeed estimator:
             # ZeRO-2 offload keeps only 2P on the GPU; ZeRO-3 optimizer offload keeps 2P/N).
-            g_shard = dense * g_s / nd + expert * g_s / ne
+            g_shard = tr_dense * g_s / nd + tr_expert * g_s / ne
             moved += g_shard
             g_bytes -= g_shard
         o_bytes = 0.0
@@ -417,6 +426,8 @@ def _stage_states(c: Ctx, A, k: int, inv: tuple) -> tuple:
         # layer plus one layer's unsharded fp32 gradient before reduce-scatter.
         per_layer = max(dense_layer if n_dense else 0.0, moe_other + routed / (c.ep * c.etp) if n_moe else 0.0)
         grad = A.fsdp_state_bytes[1] if c.framework == "torchtitan" else A.megatron_main_grad_bytes
+        if c.frozen:   # only the adapters' gradient is unsharded before its reduce-scatter
+            grad *= (tr_dense + tr_expert) / max(1.0, dense + expert)
         gathered = 2.0          # bytes per gathered parameter: 16-bit, or the quantised weight
         if c.lowp_bytes:
             quantised = A.fp8_weight_copy_bytes * c.lowp_bytes * c.weight_copies
@@ -426,9 +437,29 @@ def _stage_states(c: Ctx, A, k: int, inv: tuple) -> tuple:
         if c.zero == 2 and c.framework == "torchtitan":  # reshard_after_forward=False keeps params gathered
             fsdp += 2 * (dense + expert)
     if c.deepspeed and c.zero in (1, 2):
-        bucket = 2.0 * min(A.deepspeed_bucket_elements, dense + expert)
+        bucket = 2.0 * min(A.deepspeed_bucket_elements, tr_dense + tr_expert)
     return (weights, g_bytes, o_bytes, host_b, nvme_b, w_dense, w_exp, fp8_copy, zero3_live, fsdp, bucket,
             dense, expert)
+
+
+def _frozen_base(c: Ctx, per_param: tuple, n_dense: int, n_moe: int, dense: float, expert: float,
+                 linear: float) -> tuple:
+    """LoRA / QLoRA model states of a stage's rank (costmodel.adapters): (dense weight bytes, expert
+    weight bytes, dense adapter params, expert adapter params). The frozen base keeps its 16-bit
+    weights only, sharded wherever the layout shards weights (ZeRO-3, FSDP); under QLoRA its linear
+    layers take NF4's 4.127 bits instead. The adapters keep the framework's full model states (their
+    bytes per parameter are the layout's, applied by the caller)."""
+    w_d, w_e, g_d, g_e, o_d, o_e, w_s, g_s, nd, ne = per_param
+    fd = FROZEN_WEIGHT_BYTES / nd if w_s else FROZEN_WEIGHT_BYTES
+    fe = FROZEN_WEIGHT_BYTES / ne if w_s else FROZEN_WEIGHT_BYTES
+    w_dense = dense * fd
+    w_exp = expert * fe
+    if c.qlora:
+        scale = NF4_BYTES_PER_PARAM / FROZEN_WEIGHT_BYTES
+        w_dense -= (linear - expert) * fd * (1.0 - scale)
+        w_exp -= expert * fe * (1.0 - scale)
+    ad_dense, ad_expert = stage_adapter_params(c, n_dense, n_moe)
+    return w_dense + ad_dense * w_d, w_exp + ad_expert * w_e, ad_dense, ad_expert
 
 
 def stage_memory(c: Ctx, A, k: int, states: tuple | None = None, acts: tuple | None = None):

@@ -41,6 +41,7 @@ from .comm import (
     tp_plan,
     tp_unhidden,
 )
+from .adapters import adapter_forward_flops, adapter_gemm_calls, dequant_bytes, stage_adapter_params
 from .context import Ctx, moe_layers_before, remember
 from .memory import act_layers_of, offloaded_layers
 
@@ -70,6 +71,10 @@ def model_flops_per_step(c: Ctx) -> float:
     """Model FLOPs of one optimizer step over the whole cluster (no recompute, full s^2, unpadded V)."""
     n_moe = moe_layers_before(c, c.L)
     lin, attn = per_token_forward_flops(c, c.L - n_moe, n_moe, True, c.vocab)
+    if c.frozen:
+        # LoRA / QLoRA as NeMo counts them (costmodel.adapters): frozen linears forward + input
+        # gradient (2x), attention and the adapters forward + backward (3x)
+        return (2.0 * lin + 3.0 * attn + 3.0 * adapter_forward_flops(c, c.L - n_moe, n_moe)) * c.gbs * c.seq
     return 3.0 * (lin + attn) * c.gbs * c.seq
 
 
@@ -80,6 +85,10 @@ def executed_flops_per_step(c: Ctx, A) -> float:
     lin, attn = per_token_forward_flops(c, c.L - n_moe, n_moe, False, 0.0)
     lin_mul, attn_mul = _recompute_factors(c, A, causal=False)
     extra = _selective_extra(c, A)
+    if c.frozen:   # no weight-gradient GEMMs for the frozen linears; the adapters run fwd + bwd (+ recompute)
+        adapters = adapter_forward_flops(c, c.L - n_moe, n_moe) * lin_mul
+        rec = 0.0 if extra is None else (c.L - n_moe) * extra[0] + n_moe * extra[1]
+        return (lin * (lin_mul - 1.0) + adapters + rec + attn * attn_mul + 2.0 * 2.0 * c.h * c.vpad) * c.gbs * c.seq
     if extra is None:
         return (lin * lin_mul + attn * attn_mul + 3.0 * 2.0 * c.h * c.vpad) * c.gbs * c.seq
     # selective recompute_modules beyond core_attn: their GEMMs run forward once more
@@ -278,6 +287,9 @@ def _compute_plan(c: Ctx, A) -> tuple:
     tokens = T / c.tp
     lin_mul, attn_mul = _recompute_factors(c, A)
     logits_flops = 3.0 * 2.0 * c.h * c.vpad * tokens
+    if c.frozen:   # frozen linears and output layer: no weight-gradient GEMM (costmodel.adapters)
+        lin_mul -= 1.0
+        logits_flops = 2.0 * 2.0 * c.h * c.vpad * tokens
     rate16 = c.peak * A.compute_efficiency
     if c.gemm == "fp8":
         rate = c.peak_fp8 * A.fp8_efficiency
@@ -297,7 +309,7 @@ def _compute_plan(c: Ctx, A) -> tuple:
         elementwise = per_dense, per_moe, (4.0 / 3.0 if c.recompute == "full" else 1.0), logits
     cast_dense, cast_moe = _cast_bytes_per_layer(c)
     # the output layer stays 16-bit under FP8/FP4 (inputs.precision): its GEMMs' time at the 16-bit rate
-    logits_t = logits_flops / rate16 + 3.0 * A.gemm_overhead
+    logits_t = logits_flops / rate16 + (2.0 if c.frozen else 3.0) * A.gemm_overhead
     return (T, tokens, lin_mul, attn_mul, logits_flops, rate, hbm, attn_rate, share, elementwise,
             _selective_extra(c, A), logits_t, cast_dense, cast_moe)
 
@@ -348,7 +360,26 @@ def _stage_compute(c: Ctx, A, n_dense: int, n_moe: int, last: bool, plan: tuple 
         ew_t = A.elementwise_traffic * ew * T / hbm
     if cast_dense:   # the recipe's quantisation; full recompute casts the forward inputs (half) again
         ew_t += (n_dense * cast_dense + n_moe * cast_moe) * (1.5 if c.recompute == "full" else 1.0) * T / hbm
+    if c.frozen:
+        ad_t, ad_f = _adapter_compute(c, A, n_dense, n_moe, tokens, hbm)
+        lin_t += ad_t
+        lin_f += ad_f
     return lin_t + attn_t + ew_t, lin_f + attn_f, attn_t
+
+
+def _adapter_compute(c: Ctx, A, n_dense: int, n_moe: int, tokens: float, hbm: float) -> tuple[float, float]:
+    """(seconds, FLOPs) the LoRA adapters and QLoRA's dequantisation add to one micro-batch on one rank
+    (costmodel.adapters): the adapter GEMMs forward (2 per targeted linear) and backward (4: both
+    weight gradients and both input gradients), i.e. 3x their forward FLOPs (4x with full recompute),
+    at the 16-bit rate with `gemm_overhead` per call (they are thin: rank-wide); QLoRA dequantises
+    each 4-bit weight to 16-bit before its forward and its backward GEMM, HBM-bound."""
+    passes = 4.0 if c.recompute == "full" else 3.0
+    flops = adapter_forward_flops(c, n_dense, n_moe) * passes * tokens
+    calls = adapter_gemm_calls(c, n_dense, n_moe) * passes   # 2 fwd + 4 bwd (+ 2 recompute) per target
+    t = flops / (c.peak * A.compute_efficiency) + calls * A.gemm_overhead
+    if c.qlora:
+        t += dequant_bytes(c, n_dense, n_moe) / hbm
+    return t, flops
 
 
 def _plans(c: Ctx, A) -> tuple:
@@ -415,7 +446,8 @@ def stage_times(c: Ctx, A, k: int, dense_params: float, expert_params: float, pl
     if hit is not None and hit[0] is A:
         ob, og, op, mbb, mbs, dnet = hit[1]
     else:
-        ob, og, op, mbb, mbs, dnet = remember(c, A, key, dp_terms(c, A, dense_params, expert_params))
+        trainable = stage_adapter_params(c, n_dense, n_moe) if c.frozen else None
+        ob, og, op, mbb, mbs, dnet = remember(c, A, key, dp_terms(c, A, dense_params, expert_params, trainable))
     # per-micro-batch DP traffic (ZeRO-2/3, FSDP) hides behind that micro-batch's compute
     dp_mb_exposed = max(0.0, mbs - comp) if A.overlap_grad_reduce else mbs
     # the last micro-batch's backward, which the gradient reduction overlaps: 2 of 3 forward-equivalents,
@@ -484,7 +516,11 @@ def time_terms(c: Ctx, A, stage_params: dict):
         dp_exp = st["dp_once"][2]
         if dp_once_exposed is None or dp_exp > dp_once_exposed:
             dp_once_exposed = dp_exp
-        o = optimizer_time(c, A, dense, expert)
+        if c.frozen:    # Adam steps the adapters only
+            _, n_d, n_m = c.split[k]
+            o = optimizer_time(c, A, *stage_adapter_params(c, n_d, n_m))
+        else:
+            o = optimizer_time(c, A, dense, expert)
         if opt is None or o > opt:
             opt = o
     t_mb = S["t_mb"]

@@ -14,6 +14,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from ..errors import InputError
 from . import presets
 from .architecture import count_parameters
+from .finetune import MAX_LORA_RANK, LoraTarget, Task, check_finetune, finetune_defaults
 from .bounds import MAX_DIM, MAX_EXPERTS, MAX_GPUS, MAX_LAYERS, MAX_PARAMS
 from .hf import model_fields_from_hf_config
 from .precision import Precision
@@ -333,6 +334,25 @@ class Training(_Frozen):
     optimizer: Literal["adam", "adamw"] = "adam"
     flash_attention: bool = True
     """Attention kernels that never materialise the s×s score matrix (FlashAttention)."""
+    task: Task = "pretrain"
+    """"pretrain" or "sft" train every weight; "lora" freezes the 16-bit base and trains rank-r
+    adapters; "qlora" also stores the frozen base in 4-bit NF4 (advisor.inputs.finetune)."""
+    lora_rank: int | None = Field(None, ge=1, le=MAX_LORA_RANK)
+    """Adapter rank r (LoRA and QLoRA only); None: 16."""
+    lora_alpha: int | None = Field(None, ge=1, le=1 << 20)
+    """Adapter scale numerator (output scaled by alpha / r); None: 2 x rank. No effect on cost."""
+    lora_targets: tuple[LoraTarget, ...] | None = None
+    """Linears that get an adapter: "qkv", "proj", "fc1", "fc2"; None: all four."""
+
+    @model_validator(mode="after")
+    def _check_finetune(self) -> "Training":
+        check_finetune(self.task, self.lora_rank, self.lora_alpha, self.lora_targets)
+        return self
+
+    @property
+    def frozen_base(self) -> bool:
+        """The base weights get no gradients and no optimizer states (LoRA, QLoRA)."""
+        return self.task in ("lora", "qlora")
 
 
 # Default tokens per global batch when the caller gives none: 4M tokens, as Llama 2 pretraining
@@ -340,6 +360,13 @@ class Training(_Frozen):
 DEFAULT_BATCH_TOKENS = 4 * 2**20
 # Default sequence length for a model that states none: 4096 (Llama 2's pretraining context).
 DEFAULT_SEQ_LEN = 4096
+# Fine-tuning defaults (task other than "pretrain"): 4096 tokens, the packed length of NeMo 24.07's
+# SFT and LoRA performance rows (github:NVIDIA/NeMo@8e3d65dcfe3504689bfc5b6e67d502780aacad41
+# docs/source/performance/performance_summary.md, "Finetuning"), and 128 sequences, the global batch of
+# the alignment-handbook recipes (github:huggingface/alignment-handbook@925acdfe4b2b4e38c3dabd1851bc418f0b656351
+# recipes/zephyr-7b-beta/sft/config_full.yaml: 8 GPUs x 16) and of Alpaca (tatsu-lab/stanford_alpaca README).
+FINETUNE_SEQ_LEN = 4096
+FINETUNE_BATCH = 128
 
 
 def resolve_training(model: Model, training: Training | None) -> tuple[Training, list[str]]:
@@ -347,13 +374,31 @@ def resolve_training(model: Model, training: Training | None) -> tuple[Training,
     training = training or Training()
     notes: list[str] = []
     updates: dict[str, Any] = {}
-    if training.seq_len is None:
+    tuning = training.task != "pretrain"
+    if training.seq_len is None and tuning:
+        seq = min(model.seq_len or FINETUNE_SEQ_LEN, FINETUNE_SEQ_LEN)
+        updates["seq_len"] = seq
+        notes.append(f"training.seq_len not given: {seq} tokens for {training.task} (NeMo 24.07 fine-tuning "
+                     "rows pack SQuAD to 4096; at most the model's context)")
+    elif training.seq_len is None:
         seq = model.seq_len or DEFAULT_SEQ_LEN
         source = f"the pretraining context of {model.name}" if model.seq_len else "the default (Llama 2's context)"
         updates["seq_len"] = seq
         notes.append(f"training.seq_len not given: {seq} tokens, {source}")
     seq = updates.get("seq_len", training.seq_len)
-    if training.global_batch_size is None:
+    ft_updates, ft_notes = finetune_defaults(training.task, training.lora_rank, training.lora_alpha,
+                                             training.lora_targets)
+    updates.update(ft_updates)
+    notes.extend(ft_notes)
+    rank = updates.get("lora_rank", training.lora_rank)
+    if rank is not None and rank > model.hidden:
+        raise InputError("Training.lora_rank", rank, f"at most the model's hidden size ({model.hidden})",
+                         "a rank at the width of the layer is no low-rank adapter")
+    if training.global_batch_size is None and tuning:
+        updates["global_batch_size"] = FINETUNE_BATCH
+        notes.append(f"training.global_batch_size not given: {FINETUNE_BATCH} sequences for {training.task} "
+                     "(the alignment-handbook and Alpaca recipes' global batch)")
+    elif training.global_batch_size is None:
         gbs = max(1, round(DEFAULT_BATCH_TOKENS / seq))
         updates["global_batch_size"] = gbs
         notes.append(
