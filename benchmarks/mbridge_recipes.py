@@ -88,4 +88,12 @@ def recipe_overrides(record_id: str, pp: int) -> RecipeOverrides | None:
             out.notes.append(f"activations of {n_off} layers offloaded to the host ({src})")
     if s.get("fp8_param_gather") and out.precision:
         out.assumptions["fp8_param_gather"] = True
+    if s.get("grad_reduce_in_fp32") is False:
+        # the performance scripts set cfg.ddp.grad_reduce_in_fp32 = False (scripts/performance/configs/
+        # <family>/*_llm_pretrain.py): the DDP gradient buffer and its reduction are bf16
+        out.assumptions["megatron_main_grad_bytes"] = 2.0
+        out.notes.append(f"bf16 gradient buffers (grad_reduce_in_fp32 False, {src})")
+    if entry.get("bf16_adam_moments"):
+        out.assumptions["megatron_optimizer_bytes"] = 8.0
+        out.notes.append("precision-aware optimizer: fp32 master weights, bf16 Adam moments, 8 B/param")
     return out
