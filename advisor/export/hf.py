@@ -1,0 +1,89 @@
+"""The Hugging Face stack (Transformers / TRL with `accelerate`): an accelerate config that launches
+the DeepSpeed layout, and the PEFT `LoraConfig` (plus, for QLoRA, the `BitsAndBytesConfig`)
+arguments of a LoRA job.
+
+The accelerate config hands DeepSpeed the JSON advisor writes with `--format deepspeed`
+(`deepspeed_config_file`), so the ZeRO stage, offload and batch are stated once; accelerate then
+ignores its own copies of those settings and refuses a file that sets both (accelerate
+utils/dataclasses.py DeepSpeedPlugin: "When using `deepspeed_config_file`, the following accelerate
+config variables will be ignored ..."). Keys are accelerate's ClusterConfig fields and
+`accelerate launch` options (ACCELERATE_SOURCE); LoraConfig's are PEFT's dataclass fields
+(PEFT_SOURCE). tests/test_export_hf.py checks both against the installed libraries when they are
+importable.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..errors import InputError
+from ..inputs.finetune import FROZEN_BASE_TASKS, HF_MODULES
+from ..inputs.layout import Layout
+from ..inputs.specs import Cluster, Model, Training
+
+__all__ = ["ACCELERATE_SOURCE", "PEFT_SOURCE", "ACCELERATE_KEYS", "LORA_KEYS", "accelerate_config", "peft_config"]
+
+ACCELERATE_SOURCE = ("huggingface/accelerate 1.15.0: src/accelerate/commands/config/config_args.py (ClusterConfig), "
+                     "src/accelerate/commands/launch.py (launch_command_parser)")
+PEFT_SOURCE = "huggingface/peft 0.21.2: src/peft/tuners/lora/config.py (LoraConfig)"
+
+# What the export writes, each key as its source declares it.
+ACCELERATE_KEYS = ("compute_environment", "distributed_type", "num_machines", "num_processes", "machine_rank",
+                   "main_training_function", "rdzv_backend", "same_network", "use_cpu", "deepspeed_config")
+ACCELERATE_DEEPSPEED_KEYS = ("deepspeed_config_file", "zero3_init_flag", "deepspeed_multinode_launcher")
+LORA_KEYS = ("r", "lora_alpha", "target_modules", "bias", "task_type")
+BNB_KEYS = ("load_in_4bit", "bnb_4bit_quant_type", "bnb_4bit_use_double_quant", "bnb_4bit_compute_dtype")
+
+
+def accelerate_config(layout: Layout, model: Model, training: Training, cluster: Cluster,
+                      deepspeed_json: str = "ds_config.json") -> str:
+    """accelerate's YAML config for a DeepSpeed layout (the `--format deepspeed` JSON beside it)."""
+    if layout.framework != "deepspeed":
+        raise InputError("Layout.framework", layout.framework, "'deepspeed' for an accelerate config",
+                         "accelerate launches the DeepSpeed layouts here; export the others with their own format")
+    nodes = -(-cluster.gpus // cluster.gpus_per_node)
+    lines = [
+        f"# accelerate launch --config_file accelerate.yaml train.py   ({ACCELERATE_SOURCE.split(':')[0]})",
+        f"# DeepSpeed settings live in {deepspeed_json}: advisor recommend ... --format deepspeed > {deepspeed_json}",
+        "compute_environment: LOCAL_MACHINE",
+        "distributed_type: DEEPSPEED",
+        "deepspeed_config:",
+        f"  deepspeed_config_file: {deepspeed_json}",
+        f"  zero3_init_flag: {'true' if layout.zero_stage == 3 else 'false'}",
+    ]
+    if nodes > 1:
+        lines.append("  deepspeed_multinode_launcher: standard")
+    lines += [
+        "machine_rank: 0   # set per node",
+        "main_training_function: main",
+        f"num_machines: {nodes}",
+        f"num_processes: {cluster.gpus}",
+        f"rdzv_backend: {'c10d' if nodes > 1 else 'static'}",
+        "same_network: true",
+        "use_cpu: false",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def peft_config(model: Model, training: Training) -> str:
+    """JSON of the keyword arguments of PEFT's LoraConfig (and, for QLoRA, transformers'
+    BitsAndBytesConfig) for the estimated adapter: rank, alpha and target modules."""
+    if training.task not in FROZEN_BASE_TASKS:
+        raise InputError("Training.task", training.task, "'lora' or 'qlora' for a PEFT config",
+                         "full-weight jobs train without an adapter")
+    if model.mla is not None or model.experts > 1 or model.activation != "swiglu" or model.bias:
+        raise InputError("Model", model.name, "a Llama-style model (q/k/v/o_proj, gate/up/down_proj)",
+                         "PEFT target_modules are the checkpoint's module names; advisor knows the Llama-style "
+                         "ones only (advisor.inputs.finetune.HF_MODULES)")
+    if training.lora_rank is None or training.lora_alpha is None or training.lora_targets is None:
+        raise InputError("Training.lora_rank", training.lora_rank, "resolved LoRA settings",
+                         "recommend() and audit() fill the defaults; pass their training")
+    modules = [name for target in training.lora_targets for name in HF_MODULES[target]]
+    out: dict = {"lora_config": {"r": training.lora_rank, "lora_alpha": training.lora_alpha,
+                                 "target_modules": modules, "bias": "none", "task_type": "CAUSAL_LM"},
+                 "source": PEFT_SOURCE}
+    if training.task == "qlora":
+        # QLoRA (Dettmers et al. 2023 §3): 4-bit NormalFloat, double-quantised constants, bf16 compute
+        out["bnb_config"] = {"load_in_4bit": True, "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": True,
+                             "bnb_4bit_compute_dtype": "bfloat16"}
+    return json.dumps(out, indent=2) + "\n"
