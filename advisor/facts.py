@@ -41,7 +41,7 @@ def state_bytes_per_param(precision: str) -> float:
 ZERO_ONLY_MAX_GPUS = 32
 
 # Groups that exist only when a concrete layout is being judged (audit rule files, scope "layout").
-LAYOUT_GROUPS = frozenset({"layout", "check"})
+LAYOUT_GROUPS = frozenset({"layout", "check", "assume"})
 
 
 @dataclass(frozen=True)
@@ -104,6 +104,10 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("model.max_position", int, "longest supported position (max_position_embeddings); when unknown the model's "
      "pretraining context, else training.seq_len"),
     ("model.position_embedding", str, "rope, learned (an absolute position table of max_position rows) or alibi"),
+    ("model.rope_theta_integer", bool, "the RoPE base (Model.rope_theta, default 10000) is a whole number"),
+    ("model.rope_scaling", str, "RoPE frequency scaling: none, llama3 or yarn"),
+    ("model.mla", bool, "multi-head latent attention (DeepSeek-V2/V3)"),
+    ("model.mtp_layers", int, "multi-token-prediction modules"),
     # --- scope "layout": the layout under audit, and numbers derived from it -------------------
     ("layout.framework", str, "megatron, deepspeed, megatron+deepspeed or torchtitan"),
     ("layout.tp", int, "tensor-parallel degree"),
@@ -125,6 +129,7 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("check.world_matches", bool, "tp * pp * cp * dp == cluster.gpus"),
     ("check.world_mod_mp", int, "cluster.gpus % (tp * pp * cp)"),
     ("check.heads_mod_tp", int, "heads % tp"),
+    ("check.heads_mod_cp", int, "heads % cp (DeepSpeed-Ulysses scatters attention heads over cp)"),
     ("check.kv_heads_mod_tp", int, "kv_heads % tp"),
     ("check.tp_mod_kv_heads", int, "tp % kv_heads"),
     ("check.layers_mod_pp", int, "layers % pp"),
@@ -166,7 +171,20 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("check.memory_percent", float, "estimated per-GPU memory as a percentage of the GPU's"),
     ("check.host_fits", bool, "offloaded states fit in host memory (and NVMe, when its capacity is given)"),
     ("check.zero_only_fits", bool, "a ZeRO-2/3 data-parallel layout without TP/PP/CP fits (no offload)"),
+    ("check.activation_offload_all_layers", bool, "assume.activation_offload_layers >= model.layers"),
+    # --- scope "layout": the cost-model assumptions the estimate of this layout used (advisor.Assumptions);
+    # the run settings among them must be expressible by the framework that runs the layout
+    ("assume.moe_token_dispatcher", str, "alltoall or deepep (Assumptions.moe_token_dispatcher)"),
+    ("assume.ep_a2a_overlap", bool, "EP all-to-all overlapped with compute (Assumptions.ep_a2a_overlap)"),
+    ("assume.ep_overlap", float, "share of the MoE all-to-all hidden behind compute (Assumptions.ep_overlap)"),
+    ("assume.tp_comm_overlap", bool, "TP communication overlap (Assumptions.tp_comm_overlap)"),
+    ("assume.fp8_param_gather", bool, "weights kept in the low-precision format (Assumptions.fp8_param_gather)"),
+    ("assume.activation_offload_layers", int, "layers whose activations go to the host (Assumptions.activation_offload_layers)"),
+    ("assume.megatron_main_grad_bytes", float, "bytes per Megatron main-gradient element (Assumptions.megatron_main_grad_bytes)"),
+    ("assume.megatron_optimizer_bytes", float, "Megatron optimizer-state bytes per parameter (Assumptions.megatron_optimizer_bytes)"),
 )
+
+ASSUMED = tuple(name.split(".", 1)[1] for name in CATALOGUE if name.startswith("assume."))
 
 
 def _round(x: float) -> float:
@@ -218,6 +236,10 @@ def build_facts(cluster: Cluster, model: Model, training: Training) -> dict[str,
             "experts_per_token": model.experts_per_token,
             "max_position": model.max_position or model.seq_len or training.seq_len,
             "position_embedding": model.position_embedding,
+            "rope_theta_integer": float(model.rope_theta or 10000.0).is_integer(),
+            "rope_scaling": model.rope_scaling,
+            "mla": model.mla is not None,
+            "mtp_layers": model.mtp_layers,
         },
         "training": {
             "seq_len": training.seq_len,
@@ -254,7 +276,8 @@ def torchtitan_layers_per_stage(layers: int, pp: int, vpp: int) -> int | None:
 
 
 def build_layout_facts(cluster: Cluster, model: Model, training: Training, layout, memory=None,
-                       zero_only_fits: bool = False, situation: dict | None = None) -> dict[str, dict[str, Any]]:
+                       zero_only_fits: bool = False, situation: dict | None = None,
+                       assumptions=None) -> dict[str, dict[str, Any]]:
     """Situation facts plus the `layout.*` and `check.*` groups for one layout under audit.
 
     `layout.dp` must be set. Every quotient guards its divisor, so an illegal layout still yields
@@ -283,6 +306,7 @@ def build_layout_facts(cluster: Cluster, model: Model, training: Training, layou
         "world_matches": tp * pp * cp * dp == cluster.gpus,
         "world_mod_mp": cluster.gpus % (tp * pp * cp),
         "heads_mod_tp": model.heads % tp,
+        "heads_mod_cp": model.heads % cp,
         "kv_heads_mod_tp": model.kv_heads % tp,
         "tp_mod_kv_heads": tp % model.kv_heads,
         "layers_mod_pp": model.layers % pp,
@@ -321,6 +345,12 @@ def build_layout_facts(cluster: Cluster, model: Model, training: Training, layou
         "host_fits": bool(memory.host_fits) if memory is not None else True,
         "zero_only_fits": zero_only_fits,
     }
+    if assumptions is None:
+        from .costmodel.assumptions import Assumptions
+
+        assumptions = Assumptions()
+    facts["assume"] = {name: getattr(assumptions, name) for name in ASSUMED}
+    facts["check"]["activation_offload_all_layers"] = assumptions.activation_offload_layers >= model.layers
     return facts
 
 

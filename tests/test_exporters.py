@@ -44,7 +44,7 @@ LLAMA70_SHAPE = [
     "--num-layers", "80", "--hidden-size", "8192", "--ffn-hidden-size", "28672",
     "--num-attention-heads", "64", "--group-query-attention", "--num-query-groups", "8",
     "--seq-length", "8192", "--max-position-embeddings", "8192", "--position-embedding-type", "rope",
-    "--normalization", "RMSNorm", "--swiglu", "--untie-embeddings-and-output-weights",
+    "--rotary-base", "500000", "--normalization", "RMSNorm", "--attention-dropout", "0.0", "--hidden-dropout", "0.0", "--swiglu", "--untie-embeddings-and-output-weights",
     "--disable-bias-linear",
 ]
 
@@ -68,6 +68,8 @@ def megatron_parser() -> argparse.ArgumentParser:
             parser.add_argument(flag, action=spec.kind, **kw)
         elif spec.kind == "choice":
             parser.add_argument(flag, choices=spec.choices, **kw)
+        elif spec.kind == "str_list":
+            parser.add_argument(flag, nargs="*", **kw)
         elif spec.kind == "moe_freq":
             parser.add_argument(flag, type=_moe_freq, default=1, **kw)
         else:
@@ -83,7 +85,9 @@ def test_flag_table_records_where_each_flag_was_seen():
     assert ex.MEGATRON_ARGUMENTS_SOURCE.startswith("NVIDIA/Megatron-LM megatron/training/arguments.py @ ")
     for flag, spec in ex.MEGATRON_FLAGS.items():
         assert flag == spec.flag and flag.startswith("--")
-        assert re.match(r"_add_\w+_args, chars \d+-\d+", spec.where), flag
+        # 000c4ac's character windows, or (issue 20 flags) the declaration at each MEGATRON_PINS release
+        assert re.match(r"_add_\w+_args, chars \d+-\d+", spec.where) or all(
+            f"{v}: " in spec.where for v in spec.versions), flag
         assert (spec.kind == "choice") == bool(spec.choices), flag
 
 
@@ -102,7 +106,8 @@ def test_megatron_tp8_pp2_exact():
         "--tensor-model-parallel-size", "8", "--pipeline-model-parallel-size", "2", "--sequence-parallel",
         "--context-parallel-size", "1", "--overlap-grad-reduce", "--use-distributed-optimizer", "--overlap-param-gather",
         "--micro-batch-size", "1", "--global-batch-size", "512",
-        "--recompute-granularity", "selective", "--bf16", "--attention-backend", "flash",
+        "--recompute-granularity", "selective", "--recompute-modules", "core_attn", "--bf16",
+        "--attention-backend", "flash", "--optimizer", "adam",
     ]
     ns = parse(args)
     assert (ns.tensor_model_parallel_size, ns.pipeline_model_parallel_size) == (8, 2)
@@ -118,6 +123,7 @@ def test_megatron_tp4_pp4_cp2_vpp_exact():
         "--num-layers-per-virtual-pipeline-stage", "10", "--sequence-parallel",
         "--context-parallel-size", "2", "--overlap-grad-reduce", "--use-distributed-optimizer", "--overlap-param-gather",
         "--micro-batch-size", "1", "--global-batch-size", "512", "--bf16", "--attention-backend", "flash",
+        "--optimizer", "adam",
     ]
     ns = parse(args)
     assert ns.num_layers // ns.pipeline_model_parallel_size // ns.num_layers_per_virtual_pipeline_stage == 2
@@ -138,9 +144,11 @@ def test_megatron_full_recompute_fp8_and_offload():
 @pytest.mark.parametrize(("zero", "flags"), [
     (0, ["--overlap-grad-reduce"]),
     (1, ["--overlap-grad-reduce", "--use-distributed-optimizer", "--overlap-param-gather"]),
-    (2, ["--overlap-grad-reduce", "--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim_grads",
+    (2, ["--overlap-grad-reduce", "--use-megatron-fsdp", "--use-distributed-optimizer",
+         "--data-parallel-sharding-strategy", "optim_grads",
          "--ckpt-format", "fsdp_dtensor"]),
-    (3, ["--overlap-grad-reduce", "--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim_grads_params",
+    (3, ["--overlap-grad-reduce", "--use-megatron-fsdp", "--use-distributed-optimizer",
+         "--data-parallel-sharding-strategy", "optim_grads_params",
          "--ckpt-format", "fsdp_dtensor"]),
 ])
 def test_megatron_zero_mapping(zero, flags):
@@ -337,9 +345,38 @@ def test_deepspeed_tp8_pp2_exact():
         "train_micro_batch_size_per_gpu": 1,
         "gradient_accumulation_steps": 128,
         "gradient_clipping": 1.0,
-        "zero_optimization": {"stage": 1},
+        "zero_optimization": {"stage": 1, "overlap_comm": True, "reduce_bucket_size": 500_000_000},
         "bf16": {"enabled": True},
     }
+
+
+def test_deepspeed_writes_what_the_estimate_assumed():
+    cfg = ex.deepspeed_config(DS_TP8_PP2, LLAMA70, T70, H100_64,
+                              advisor.Assumptions(overlap_grad_reduce=False, deepspeed_bucket_elements=2e8))
+    assert cfg["zero_optimization"] == {"stage": 1, "overlap_comm": False, "reduce_bucket_size": 200_000_000}
+    # ZeRO-Offload: DeepSpeed's own optimizer (a client optimizer is refused, engine.py L2344)
+    off = ex.deepspeed_config(DS_ZERO3_NVME, LLAMA70, T70, H100_64)
+    assert off["optimizer"] == {"type": "Adam", "params": {}}
+    assert "optimizer" not in ex.deepspeed_config(DS_TP8_PP2, LLAMA70, T70, H100_64)
+
+
+def test_deepspeed_ulysses_cp_sets_sequence_parallel_size():
+    cluster = Cluster(gpu="H100", gpus=8)
+    layout = Layout(framework="deepspeed", cp=4, dp=2, zero_stage=3, num_microbatches=64)
+    training = Training(seq_len=32768, global_batch_size=128)
+    cfg = ex.deepspeed_config(layout, Model.preset("llama-3-8b"), training, cluster)
+    assert cfg["sequence_parallel_size"] == 4
+    # DeepSpeedConfig without an mpu: world_size / sequence_parallel_size is the DP world
+    assert cfg["train_batch_size"] == cfg["train_micro_batch_size_per_gpu"] * cfg["gradient_accumulation_steps"] * (
+        cluster.gpus // cfg["sequence_parallel_size"])
+    notes = ex.deepspeed_notes(layout, Model.preset("llama-3-8b"), training, cluster)
+    assert any("DistributedAttention" in n for n in notes)
+
+
+def test_deepspeed_notes_state_the_dp_size_of_megatron_deepspeed():
+    layout = TP8_PP2.model_copy(update={"framework": "megatron+deepspeed"})
+    notes = ex.deepspeed_notes(layout, LLAMA70, T70, H100_64)
+    assert any("data-parallel size 4" in n and "512 != 1 * 128 * 64" in n for n in notes)
 
 
 def test_deepspeed_offload_sections():

@@ -39,7 +39,7 @@ TORCHTITAN_KEYS: dict[str, str] = {
 }
 
 
-def torchtitan_toml(layout: Layout, model: Model, training: Training, cluster: Cluster) -> str:
+def torchtitan_toml(layout: Layout, model: Model, training: Training, cluster: Cluster, assumptions=None) -> str:
     """The `[parallelism]`, `[training]` and `[activation_checkpoint]` sections of a torchtitan job
     config (TOML, as read with `--job.config_file` by job_config.py-era torchtitan).
 
