@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .costmodel import memory_only
+from .costmodel.assumptions import Assumptions
 from .costmodel.context import is_shape_error
 from .costmodel.memory import model_state_bytes_per_param
 from .errors import InputError
@@ -148,7 +149,7 @@ CATALOGUE: dict[str, FactSpec] = _specs(
      "torchtitan.ep-borrows-fsdp-and-tp v2, which counts FSDP ranks only (check.dp_shard_cp_tp_mod_ep)"),
     ("check.etp_equals_tp", bool, "etp == tp (the expert layers keep the dense layers' TP)"),
     ("check.torchtitan_dp_shard", int, "torchtitan's data_parallel_shard_degree as advisor exports it: dp when "
-     "zero_stage >= 2 (FSDP), else 1 (dp is then data_parallel_replicate_degree)"),
+     "zero_stage >= 1 (FSDP), else 1 (ZeRO-0: dp is data_parallel_replicate_degree, DDP)"),
     ("check.ep_mod_cp", int, "ep % cp (torchtitan, etp == tp: EP borrows all of CP)"),
     ("check.dp_shard_cp_mod_ep", int, "(torchtitan_dp_shard * cp) % ep (torchtitan, etp == tp)"),
     ("check.ep_mod_cp_tp", int, "ep % (cp * tp) (torchtitan, etp == 1: EP borrows all of CP and TP)"),
@@ -299,7 +300,7 @@ def build_layout_facts(cluster: Cluster, model: Model, training: Training, layou
         "offload": L.offload, "offload_device": L.offload_device,
     }
     per_stage = model.layers // pp
-    dp_shard = dp if L.zero_stage >= 2 else 1
+    dp_shard = dp if L.zero_stage >= 1 else 1      # advisor.export.torchtitan: ZeRO 1-3 run as FSDP
     pad = 128 * tp
     facts["check"] = {
         "world": tp * pp * cp * dp,
@@ -346,8 +347,6 @@ def build_layout_facts(cluster: Cluster, model: Model, training: Training, layou
         "zero_only_fits": zero_only_fits,
     }
     if assumptions is None:
-        from .costmodel.assumptions import Assumptions
-
         assumptions = Assumptions()
     facts["assume"] = {name: getattr(assumptions, name) for name in ASSUMED}
     facts["check"]["activation_offload_all_layers"] = assumptions.activation_offload_layers >= model.layers

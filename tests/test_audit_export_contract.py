@@ -27,7 +27,7 @@ FORMATS = {
     "megatron": (ex.megatron_args,),
     "megatron+deepspeed": (ex.megatron_args, ex.deepspeed_config),
     "deepspeed": (ex.deepspeed_config,),
-    "torchtitan": (ex.torchtitan_toml,),
+    "torchtitan": (ex.torchtitan_toml, ex.torchtitan_args),
 }
 
 # Audit rules whose refusal the exporters assert exactly: when one of them errors, an exporter of the
@@ -40,7 +40,7 @@ MIRRORED = {
     "megatron.rotary-base-integer", "megatron.rope-scaling-kind", "megatron.ep-a2a-overlap-needs",
     "megatron.fp8-param-gather-needs-sharded-optimizer", "megatron.fp8-param-gather-offload-delayed",
     "megatron.activation-offload-layers", "megatron.main-grad-bytes", "megatron.optimizer-state-bytes",
-    "deepspeed.ulysses-heads-divisible-by-cp",
+    "deepspeed.ulysses-heads-divisible-by-cp", "torchtitan.ddp-is-one-dimensional", "torchtitan.experts-have-no-tp",
 }
 
 MODELS = ("llama-3-8b", "llama-2-7b", "qwen2.5-7b", "mixtral-8x7b", "qwen3-30b-a3b", "bloom-176b", "gpt-3-5b",
@@ -133,17 +133,21 @@ def test_torchtitan_etp_between_1_and_tp_is_an_audit_error():
     cluster = Cluster(gpu="H100-SXM-80GB", gpus=64)
     bad = advisor.audit(cluster, mix, Layout(framework="torchtitan", tp=4, ep=8, etp=2, zero_stage=3), training)
     assert "torchtitan.etp-is-1-or-tp" in {f.rule_id for f in bad.errors}
-    # both of ParallelDims' forms: etp = tp takes EP from dp_shard x cp; etp = 1 also from tp
+    # torchtitan main has no expert TP: etp = tp is refused too, etp = 1 borrows EP from dp_shard x cp x tp
     same = advisor.audit(cluster, mix, Layout(framework="torchtitan", tp=4, ep=8, zero_stage=3), training)
     one = advisor.audit(cluster, mix, Layout(framework="torchtitan", tp=4, ep=8, etp=1, zero_stage=3), training)
-    assert not {f.rule_id for f in same.errors} & {"torchtitan.ep-borrows-fsdp", "torchtitan.etp-is-1-or-tp"}
-    assert not {f.rule_id for f in one.errors} & {"torchtitan.ep-borrows-fsdp-and-tp"}
-    # replicated DP (ZeRO-1 exports as data_parallel_replicate_degree) lends EP no ranks
-    ddp = advisor.audit(cluster, mix, Layout(framework="torchtitan", tp=4, ep=8, zero_stage=1), training)
-    assert "torchtitan.ep-borrows-fsdp" in {f.rule_id for f in ddp.errors}
-    for report in (same, one):
-        if report.ok:
-            ex.torchtitan_toml(report.layout, report.model, report.training, report.cluster)
+    assert "torchtitan.experts-have-no-tp" in {f.rule_id for f in same.errors}
+    assert not {f.rule_id for f in one.errors} & {"torchtitan.ep-borrows-fsdp-and-tp", "torchtitan.experts-have-no-tp"}
+    # ZeRO-1 exports as FSDP (data_parallel_shard_degree = dp), so it lends EP ranks as ZeRO-3 does
+    fsdp1 = advisor.audit(cluster, mix, Layout(framework="torchtitan", tp=4, ep=8, etp=1, zero_stage=1), training)
+    assert not {f.rule_id for f in fsdp1.errors} & {"torchtitan.ep-borrows-fsdp-and-tp"}
+    # ZeRO-0 is DDP, which torchtitan runs one-dimensional only
+    ddp = advisor.audit(cluster, mix, Layout(framework="torchtitan", tp=4, ep=8, etp=1, zero_stage=0), training)
+    assert "torchtitan.ddp-is-one-dimensional" in {f.rule_id for f in ddp.errors}
+    assert one.ok and fsdp1.ok
+    for report in (one, fsdp1):
+        ex.torchtitan_toml(report.layout, report.model, report.training, report.cluster)
+        ex.torchtitan_args(report.layout, report.model, report.training, report.cluster)
 
 
 def test_llama3_8b_at_16k_is_a_context_extension_not_infeasible():

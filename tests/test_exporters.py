@@ -481,15 +481,24 @@ def test_torchtitan_tp8_pp2():
     text = ex.torchtitan_toml(TP8_PP2, LLAMA70, T70, H100_64)
     doc = tomllib.loads(text)
     assert _keys(doc) <= set(ex.TORCHTITAN_KEYS)               # only verified key names
-    assert doc["parallelism"] == {
-        "data_parallel_replicate_degree": 4, "data_parallel_shard_degree": 1, "tensor_parallel_degree": 8,
-        "pipeline_parallel_degree": 2, "context_parallel_degree": 1, "expert_parallel_degree": 1,
-        "pipeline_parallel_schedule": "1F1B", "pipeline_parallel_microbatch_size": 1,
+    assert doc["parallelism"] == {      # ZeRO-1 runs as FSDP: torchtitan's DDP refuses TP and PP
+        "data_parallel_replicate_degree": 1, "data_parallel_shard_degree": 4, "fsdp_reshard_after_forward": "never",
+        "tensor_parallel_degree": 8, "pipeline_parallel_degree": 2, "context_parallel_degree": 1,
+        "expert_parallel_degree": 1, "pipeline_parallel_schedule": "1F1B", "pipeline_parallel_microbatch_size": 1,
     }
     assert doc["training"] == {"local_batch_size": 128, "global_batch_size": 512, "seq_len": 8192,
                                "mixed_precision_param": "bfloat16"}
     assert doc["activation_checkpoint"] == {"mode": "selective"}
-    assert "ZeRO-1 -> replicated data parallelism" in text     # the mapping is said in a comment
+    assert "ZeRO-1 -> FSDP" in text     # the mapping is said in a comment
+    # main: the same settings as --section.key overrides (the batch in tokens), AC as a subcommand
+    args = ex.torchtitan_args(TP8_PP2, LLAMA70, T70, H100_64)
+    pairs = dict(zip(args[:-2:2], args[1:-2:2]))
+    assert {k.removeprefix("--") for k in pairs} | {"training.disable_cuda_graphs"} <= set(ex.TORCHTITAN_MAIN_KEYS)
+    assert pairs["--parallelism.data_parallel_shard_degree"] == "4" and pairs["--parallelism.num_pp_microbatches"] == "128"
+    assert pairs["--training.num_tokens_per_microbatch_per_dp_rank"] == str(8192)
+    assert pairs["--training.num_tokens_per_train_step"] == str(512 * 8192)
+    assert args[-2:] == ["--training.disable_cuda_graphs", "activation-checkpoint:selective"]
+    assert ex.torchtitan_config(TP8_PP2, LLAMA70, T70, H100_64, version="v0.2.2") == text
 
 
 def test_torchtitan_fsdp_cp_and_interleaved():
@@ -508,16 +517,18 @@ def test_torchtitan_fsdp_cp_and_interleaved():
 
 def test_torchtitan_moe_and_refusals():
     mix = Model.preset("mixtral-8x7b")
-    doc = _toml(Layout(tp=2, ep=8, dp=32, zero_stage=3, num_microbatches=16), mix,
+    doc = _toml(Layout(tp=2, ep=8, etp=1, dp=32, zero_stage=3, num_microbatches=16), mix,
                 Training(seq_len=4096, global_batch_size=512))
-    assert (doc["parallelism"]["expert_parallel_degree"], doc["parallelism"]["expert_tensor_parallel_degree"]) == (8, 2)
-    with pytest.raises(advisor.InputError, match=r"Layout\.etp[\s\S]*torchtitan\.etp-is-1-or-tp"):
-        ex.torchtitan_toml(Layout(tp=4, ep=8, etp=2, dp=16, num_microbatches=32), mix,
+    assert (doc["parallelism"]["expert_parallel_degree"], doc["parallelism"]["expert_tensor_parallel_degree"]) == (8, 1)
+    with pytest.raises(advisor.InputError, match=r"Layout\.etp[\s\S]*torchtitan\.experts-have-no-tp"):
+        ex.torchtitan_toml(Layout(tp=4, ep=8, etp=2, dp=16, zero_stage=1, num_microbatches=32), mix,
                            Training(seq_len=4096, global_batch_size=512), H100_64)
     with pytest.raises(advisor.InputError, match=r"Training\.precision[\s\S]*torchtitan\.no-fp16"):
         _toml(TP8_PP2, training=T70.model_copy(update={"precision": "fp16"}))
     with pytest.raises(advisor.InputError, match=r"Layout\.offload[\s\S]*torchtitan\.offload-needs-fsdp-on-cpu"):
         _toml(TP8_PP2.model_copy(update={"offload": "optimizer"}))
+    with pytest.raises(advisor.InputError, match=r"Layout\.zero_stage[\s\S]*torchtitan\.ddp-is-one-dimensional"):
+        _toml(TP8_PP2.model_copy(update={"zero_stage": 0}))
     with pytest.raises(advisor.InputError, match=r"Layout\.ep[\s\S]*torchtitan\.experts-divisible-by-ep"):
         _toml(TP8_PP2.model_copy(update={"ep": 2}))
     with pytest.raises(advisor.InputError, match=r"Layout\.vpp[\s\S]*torchtitan\.virtual-stages-split"):

@@ -29,6 +29,7 @@ from ..inputs.pipeline import megatron_split, stage_layers, virtual_stage_layers
 from ..inputs.precision import recipe
 from ..inputs.layout import Layout
 from ..inputs.specs import Cluster, Model, Training
+from ..errors import InputError
 from .batch import Batch, refused, resolved
 from .torchrun import torchrun_command
 
@@ -302,8 +303,6 @@ def megatron_args(layout: Layout, model: Model, training: Training, cluster: Clu
     `MEGATRON_FLAGS`. A layout `advisor.audit` refuses raises InputError naming the rule.
     """
     if version not in MEGATRON_PINS:
-        from ..errors import InputError
-
         raise InputError("--framework-version", version, f"one of {list(MEGATRON_PINS)} for Megatron-LM")
     A = assumptions or Assumptions()
     b = resolved(layout, training, cluster)
