@@ -143,10 +143,10 @@ def test_megatron_fsdp_writes_the_distributed_optimizer():
     assert "--use-megatron-fsdp --use-distributed-optimizer" in _args(layout=TP8.model_copy(update={"zero_stage": 3}))
 
 
-def test_fp4_parameter_flag_follows_the_release():
+def test_fp4_parameters_under_nvfp4():
     fp4 = TRAIN.model_copy(update={"precision": "nvfp4"})
     b200 = Cluster(gpu="B200", gpus=64)
     a = Assumptions(fp8_param_gather=True)
-    assert "--fp4-param-gather" in ex.megatron_args(TP8, LLAMA, fp4, b200, a)
-    assert "--fp4-param" in ex.megatron_args(TP8, LLAMA, fp4, b200, a, version="core_v0.16.1")
-    assert "--fp4-param-gather" not in ex.megatron_args(TP8, LLAMA, fp4, b200, a, version="core_v0.16.1")
+    for version in ex.MEGATRON_PINS:
+        args = ex.megatron_args(TP8, LLAMA, fp4, b200, a, version=version)
+        assert "--fp4-param-gather" in args and "--fp8-param-gather" not in args

@@ -143,8 +143,8 @@ MEGATRON_FLAGS: dict[str, MegatronFlag] = dict([
        note="validate_args silently disables it when TP == 1 (M12)"),
     # _add_checkpointing_args
     _f("--ckpt-format", "choice", f"_add_checkpointing_args, {_W(128)}",
-       choices=("torch", "torch_dist", "zarr", "torch_dcp", "fsdp_dtensor"),
-       note="validate_args asserts fsdp_dtensor with --use-megatron-fsdp"),
+       choices=("torch", "torch_dist", "torch_dcp", "fsdp_dtensor"),
+       note="validate_args asserts fsdp_dtensor with --use-megatron-fsdp; 000c4ac also had zarr, gone at both pins"),
     # _add_mixed_precision_args / _add_transformer_engine_args / _add_experimental_args
     _f("--fp16", "store_true", f"_add_mixed_precision_args, {_W(144)}"),
     _f("--bf16", "store_true", f"_add_mixed_precision_args, {_W(144)}"),
@@ -226,10 +226,10 @@ MEGATRON_FLAGS: dict[str, MegatronFlag] = dict([
        note="sets cpu_offloading; TransformerConfig refuses it with PP, with recompute, and for >= num_layers"),
     _f("--fp8-param-gather", "store_true", _pinned("arguments.py L2016", "arguments.py L1398", "1356"),
        note="validate_args: only with the distributed optimizer or (Megatron-)FSDP"),
-    _f("--fp4-param-gather", "store_true", "main: arguments.py L2012 (fp4_param excluded from the dataclass flags)",
-       versions=("main",), note="validate_args: 'must be used together with --fp4-format'"),
-    _f("--fp4-param", "store_true", "core_v0.16.1: transformer_config.py L520 TransformerConfig.fp4_param",
-       versions=("core_v0.16.1",), note="the core_v0.16.1 spelling of --fp4-param-gather"),
+    _f("--fp4-param-gather", "store_true",
+       _pinned("arguments.py L2012 (fp4_param excluded from the dataclass flags)",
+               f"{_TC} L520 TransformerConfig.fp4_param, argparse_meta arg_names ['--fp4-param-gather']"),
+       note="validate_args: 'must be used together with --fp4-format'"),
     _f("--grad-reduce-in-bf16", "store_true", _pinned("arguments.py L3053", "arguments.py L2178", "2574"),
        note="validate_args then sets accumulate_allreduce_grads_in_fp32 = False: 2-byte main gradients"),
     _f("--rotary-base", "int", _pinned("arguments.py L2418", "arguments.py L1655", "1623"),
@@ -574,8 +574,7 @@ def _recompute_and_precision(out: _Args, layout: Layout, model: Model, training:
                 raise refused("Assumptions.fp8_param_gather", True, "precision fp8-delayed with optimizer offload",
                               "megatron.fp8-param-gather-offload-delayed",
                               "validate_args: with --fp8-param-gather the optimizer CPU offload needs --fp8-recipe delayed")
-            fp4 = recipe(training.precision).gemm == "fp4"
-            out.add(("--fp4-param-gather" if out.version == "main" else "--fp4-param") if fp4 else "--fp8-param-gather")
+            out.add("--fp4-param-gather" if recipe(training.precision).gemm == "fp4" else "--fp8-param-gather")
     out.add("--attention-backend", "flash" if training.flash_attention else "unfused")
     out.add("--optimizer", "adam")      # Megatron's adam is AdamW (decoupled weight decay), as the estimate's Adam
 
