@@ -253,8 +253,11 @@ def check(py: Path, work: Path, job: dict) -> dict:
     for line in done.stdout.splitlines():
         if line.startswith("@@RESULT@@"):
             return json.loads(line[len("@@RESULT@@"):])
-    tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
-    return {"ok": False, "stage": "process", "error": f"exit {done.returncode}: {tail}"}
+    # a parser that exits (tyro's usage box, argparse's error line): its message, not the box border
+    lines = [ln.strip(" │╭╮╰╯─") for ln in done.stderr.splitlines()]
+    said = [ln for ln in lines if ln and any(w in ln for w in ("rror", "Unrecognized", "invalid", "required"))]
+    tail = " / ".join(said[:2]) if said else (lines or ["(no output)"])[-1]
+    return {"ok": False, "stage": "parser exit", "error": f"exit {done.returncode}: {tail}"}
 
 
 # ------------------------------------------------------------------------------------------ snapshots
