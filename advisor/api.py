@@ -73,7 +73,7 @@ def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path,
         # Candidate screening runs the same compiled audit rules on the pure-Python evaluator: the
         # differential test keeps it identical to durable_rules, and it is ~20x cheaper per call. The
         # chosen layout's audit below runs on the configured engine.
-        return layout_errors(book, cluster, model, training, layout, est.memory, facts)
+        return layout_errors(book, cluster, model, training, layout, est.memory, facts, assumptions)
 
     result = plan(cluster, model, training, decisions, legality_errors, keep_ranking=keep_ranking,
                   assumptions=assumptions)
@@ -81,7 +81,8 @@ def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path,
     if result.layout is not None:
         check_finite(result.estimate, result.layout.id)     # never recommend an infinite step time
         findings, _ = layout_findings(book, cluster, model, training, result.layout, result.estimate.memory, engine,
-                                      zero_only_fits(cluster, model, result.layout, training, assumptions))
+                                      zero_only_fits(cluster, model, result.layout, training, assumptions),
+                                      assumptions=assumptions)
     events += [TraceEvent(seq=seq, op=e.op, message=e.message, candidate=e.candidate, rule_id=e.rule_id,
                           have=e.have, want=e.want) for seq, e in enumerate(result.events, len(events) + 1)]
     if result.layout is not None:

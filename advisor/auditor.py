@@ -105,9 +105,10 @@ def _finding_actions(book: RuleBook, fired: list[str]):
 
 
 def _judged(book: RuleBook, cluster: Cluster, model: Model, training: Training, layout: Layout, memory,
-            engine_name: str | None, zero_only_fits: bool, trusted: bool) -> tuple[dict, list[str], str]:
+            engine_name: str | None, zero_only_fits: bool, trusted: bool,
+            assumptions=None) -> tuple[dict, list[str], str]:
     """The layout facts, the layout-scope rules that fired on them, and the engine's name."""
-    facts = build_layout_facts(cluster, model, training, layout, memory, zero_only_fits)
+    facts = build_layout_facts(cluster, model, training, layout, memory, zero_only_fits, assumptions=assumptions)
     fired, engine = evaluate_rules(book, facts, engine_name, scope="layout", trusted=trusted)
     return facts, fired, engine
 
@@ -124,19 +125,19 @@ def _findings(book: RuleBook, facts: dict, fired: list[str]) -> list[Finding]:
 
 def layout_findings(book: RuleBook, cluster: Cluster, model: Model, training: Training, layout: Layout,
                     memory, engine_name: str | None, zero_only_fits: bool = False,
-                    trusted: bool = False) -> tuple[list[Finding], str]:
+                    trusted: bool = False, assumptions=None) -> tuple[list[Finding], str]:
     """Evaluate the layout-scope rules on one resolved layout; returns findings (sorted) and the engine name."""
     facts, fired, engine = _judged(book, cluster, model, training, layout, memory, engine_name, zero_only_fits,
-                                   trusted)
+                                   trusted, assumptions)
     return _findings(book, facts, fired), engine
 
 
 def layout_errors(book: RuleBook, cluster: Cluster, model: Model, training: Training, layout: Layout, memory,
-                  situation: dict | None = None) -> list[tuple[str, str]]:
+                  situation: dict | None = None, assumptions=None) -> list[tuple[str, str]]:
     """(rule id, message) of layout_findings' errors, on the pure-Python evaluator, in the same order:
     the planner's screening of candidates, which needs no Finding (nor warnings). `situation`: the
     situation facts (build_facts), built once per recommendation."""
-    facts = build_layout_facts(cluster, model, training, layout, memory, situation=situation)
+    facts = build_layout_facts(cluster, model, training, layout, memory, situation=situation, assumptions=assumptions)
     fired, _ = evaluate_rules(book, facts, "python", scope="layout", trusted=True)
     return [(rule_id, render_message(rule.spec.message, facts))
             for rule_id, rule, action in _finding_actions(book, fired) if action.severity == "error"]
@@ -166,7 +167,8 @@ def audit(cluster: Any, model: Any, layout: Any, training: Any = None, *,
     if est is not None:
         check_finite(est, layout.id)
     facts, fired, engine_name = _judged(book, cluster, model, training, layout, est.memory if est else None, engine,
-                                        zero_only_fits(cluster, model, layout, training, assumptions), trusted=False)
+                                        zero_only_fits(cluster, model, layout, training, assumptions), trusted=False,
+                                        assumptions=assumptions)
     findings = _findings(book, facts, fired)
     if layout.num_microbatches is None and training.global_batch_size % (layout.micro_batch_size * layout.dp) == 0:
         layout = layout.model_copy(update={"num_microbatches": training.global_batch_size

@@ -7,6 +7,9 @@ ADVISOR_DEBUG=1); 4 when the output cannot be written (disk full); 130 on SIGINT
 closes the pipe early (`advisor rules | head -1`) the rest of the output is dropped quietly and the
 status is the command's own.
 With --json (or --format json) an error is also written to stdout as {"error": {...}} (_error_object).
+A launch-config format (--format megatron|deepspeed|torchtitan) writes only the config to stdout;
+notes, and the report when there is nothing to export, go to stderr, so `> ds.json` holds JSON or
+nothing.
 """
 
 from __future__ import annotations
@@ -25,6 +28,14 @@ __all__ = ["main", "EXIT_STATUS"]
 
 
 FORMATS = ("text", "json", "megatron", "deepspeed", "torchtitan")
+LAUNCH_FORMATS = ("megatron", "deepspeed", "torchtitan")
+
+# --framework-version: the releases each launch format is written for (the first is the default).
+FRAMEWORK_VERSIONS = {
+    "megatron": ("main", "core_v0.16.1"),
+    "torchtitan": ("main", "v0.2.2"),
+    "deepspeed": ("0.19.8",),
+}
 
 # The launch-config formats each framework runs (tests/test_audit_export_contract.py FORMATS):
 # Megatron-DeepSpeed takes Megatron's model and TP/PP flags plus the DeepSpeed JSON.
@@ -85,6 +96,9 @@ def _situation_args(r: argparse.ArgumentParser) -> None:
                    help="a cost-model assumption (see advisor.Assumptions), e.g. "
                         "megatron_main_grad_bytes=2 or tp_comm_overlap=true; repeatable")
     r.add_argument("--json", action="store_true", help="same as --format json")
+    r.add_argument("--framework-version", metavar="RELEASE",
+                   help="the framework release the launch config is written for: "
+                        + "; ".join(f"{fmt} {' or '.join(v)} (default {v[0]})" for fmt, v in FRAMEWORK_VERSIONS.items()))
     r.add_argument("--format", choices=FORMATS, default="text",
                    help="text, JSON, or a launch config for Megatron-LM, DeepSpeed or torchtitan. "
                         "recommend writes a launch config only in a format the recommended layout's "
@@ -119,8 +133,11 @@ def _epilog() -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     p = _Parser(prog="advisor", description="Recommend and explain LLM training parallelism.", epilog=_epilog(),
                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"advisor {__version__}")
     _debug_arg(p)
     _with_exit_status = {"epilog": _epilog(), "formatter_class": argparse.RawDescriptionHelpFormatter}
     sub = p.add_subparsers(dest="command", required=True)
@@ -155,8 +172,11 @@ def _parser() -> argparse.ArgumentParser:
     pr = sub.add_parser("presets", help="list GPU and model presets")
     pr.add_argument("--json", action="store_true")
     _debug_arg(pr)
-    _debug_arg(sub.add_parser("rules", help="list the built-in rules (id, tier, title)"))
-    _debug_arg(sub.add_parser("facts", help="list the facts rule conditions may use"))
+    for name, text in (("rules", "list the built-in rules (id, tier, title)"),
+                       ("facts", "list the facts rule conditions may use")):
+        listing = sub.add_parser(name, help=text)
+        listing.add_argument("--json", action="store_true")
+        _debug_arg(listing)
     return p
 
 
@@ -177,14 +197,42 @@ def _situation(args):
     return Cluster(**cluster), model, Training(**training)
 
 
-def _export(fmt: str, layout, model, training, cluster) -> str:
+def _framework_version(fmt: str, given: str | None) -> str:
+    from .errors import InputError
+
+    versions = FRAMEWORK_VERSIONS[fmt]
+    if given is None:
+        return versions[0]
+    if given not in versions:
+        raise InputError("--framework-version", given, f"one of {list(versions)} for --format {fmt}")
+    return given
+
+
+def _export(fmt: str, layout, model, training, cluster, assumptions, version: str | None) -> tuple[str, list[str]]:
+    """The launch config (for stdout) and the notes that go with it (for stderr)."""
     from . import export
 
+    release = _framework_version(fmt, version)
     if fmt == "megatron":
-        return export.megatron_command(layout, model, training, cluster)
+        return (export.megatron_command(layout, model, training, cluster, assumptions, version=release),
+                export.megatron_notes(layout, model, training, cluster, assumptions))
     if fmt == "deepspeed":
-        return json.dumps(export.deepspeed_config(layout, model, training, cluster), indent=2)
-    return export.torchtitan_toml(layout, model, training, cluster)
+        return (json.dumps(export.deepspeed_config(layout, model, training, cluster, assumptions), indent=2),
+                export.deepspeed_notes(layout, model, training, cluster, assumptions))
+    return (export.torchtitan_config(layout, model, training, cluster, assumptions, version=release),
+            export.torchtitan_notes(layout, model, training, cluster, assumptions, version=release))
+
+
+def _emit_export(fmt: str, result, layout, assumptions, version, report_text: str) -> None:
+    """A launch config on stdout and its notes on stderr; with no layout to export, the report on
+    stderr and nothing on stdout."""
+    if layout is None:
+        _say(report_text)
+        return
+    config, notes = _export(fmt, layout, result.model, result.training, result.cluster, assumptions, version)
+    _emit(config)
+    for note in notes:
+        _say(f"advisor: note: {note}")
 
 
 def _check_format(fmt: str, framework: str) -> None:
@@ -247,11 +295,13 @@ def _recommend(args) -> int:
     fmt = "json" if args.json else args.format
     if fmt == "json":
         _emit(rec.model_dump_json(indent=2), as_json=True)
-    elif fmt == "text" or rec.layout is None:
+    elif fmt == "text":
         _emit(rec.explain(args.explain))
     else:
-        _check_format(fmt, rec.layout.framework)
-        _emit(_export(fmt, rec.layout, rec.model, rec.training, rec.cluster))
+        if rec.layout is not None:
+            _check_format(fmt, rec.layout.framework)
+        _emit_export(fmt, rec, rec.layout, rec.estimates.assumptions if rec.estimates else None,
+                     args.framework_version, rec.explain(args.explain))
     return 0 if rec.status == "recommended" else 1
 
 
@@ -273,10 +323,11 @@ def _audit(args) -> int:
     fmt = "json" if args.json else args.format
     if fmt == "json":
         _emit(report.model_dump_json(indent=2), as_json=True)
-    elif fmt == "text" or not report.ok:
+    elif fmt == "text":
         _emit(report.explain())
     else:
-        _emit(_export(fmt, report.layout, report.model, report.training, report.cluster))
+        _emit_export(fmt, report, report.layout if report.ok else None, _assumptions(args.assume),
+                     args.framework_version, report.explain())
     return 0 if report.ok else 1
 
 
@@ -302,19 +353,28 @@ def _presets(args) -> int:
     return 0
 
 
-def _rules(_args) -> int:
+def _rules(args) -> int:
     from .rulebook.load import builtin_rulebook
 
     book = builtin_rulebook()
+    if args.json:
+        _emit(json.dumps({"root": str(book.root), "revision": book.revision,
+                          "rules": [{"id": rule.id, "tier": rule.spec.tier, "title": rule.spec.title}
+                                    for rule in book.rules.values()]}, indent=2), as_json=True)
+        return 0
     lines = [f"{len(book.rules)} rules from {book.root} ({book.revision})"]
     lines += [f"  {rule.spec.tier:<10} {rule.id:<46} {rule.spec.title}" for rule in book.rules.values()]
     _emit("\n".join(lines))
     return 0
 
 
-def _facts(_args) -> int:
+def _facts(args) -> int:
     from .facts import CATALOGUE
 
+    if args.json:
+        _emit(json.dumps({"facts": [{"name": spec.name, "type": spec.type.__name__, "scope": spec.scope,
+                                     "doc": spec.doc} for spec in CATALOGUE.values()]}, indent=2), as_json=True)
+        return 0
     _emit("\n".join(f"  {spec.name:<30} {spec.type.__name__:<5} {spec.doc}" for spec in CATALOGUE.values()))
     return 0
 

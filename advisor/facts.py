@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .costmodel import memory_only
+from .costmodel.assumptions import Assumptions
 from .costmodel.context import is_shape_error
 from .costmodel.adapters import finetune_state_bytes
 from .costmodel.memory import model_state_bytes_per_param
@@ -42,7 +43,7 @@ def state_bytes_per_param(precision: str) -> float:
 ZERO_ONLY_MAX_GPUS = 32
 
 # Groups that exist only when a concrete layout is being judged (audit rule files, scope "layout").
-LAYOUT_GROUPS = frozenset({"layout", "check"})
+LAYOUT_GROUPS = frozenset({"layout", "check", "assume"})
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,10 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("model.max_position", int, "longest supported position (max_position_embeddings); when unknown the model's "
      "pretraining context, else training.seq_len"),
     ("model.position_embedding", str, "rope, learned (an absolute position table of max_position rows) or alibi"),
+    ("model.rope_theta_integer", bool, "the RoPE base (Model.rope_theta, default 10000) is a whole number"),
+    ("model.rope_scaling", str, "RoPE frequency scaling: none, llama3, yarn, linear, dynamic or longrope"),
+    ("model.mla", bool, "multi-head latent attention (DeepSeek-V2/V3)"),
+    ("model.mtp_layers", int, "multi-token-prediction modules"),
     # --- scope "layout": the layout under audit, and numbers derived from it -------------------
     ("layout.framework", str, "megatron, deepspeed, megatron+deepspeed or torchtitan"),
     ("layout.tp", int, "tensor-parallel degree"),
@@ -130,6 +135,7 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("check.world_matches", bool, "tp * pp * cp * dp == cluster.gpus"),
     ("check.world_mod_mp", int, "cluster.gpus % (tp * pp * cp)"),
     ("check.heads_mod_tp", int, "heads % tp"),
+    ("check.heads_mod_cp", int, "heads % cp (DeepSpeed-Ulysses scatters attention heads over cp)"),
     ("check.kv_heads_mod_tp", int, "kv_heads % tp"),
     ("check.tp_mod_kv_heads", int, "tp % kv_heads"),
     ("check.layers_mod_pp", int, "layers % pp"),
@@ -148,7 +154,7 @@ CATALOGUE: dict[str, FactSpec] = _specs(
      "torchtitan.ep-borrows-fsdp-and-tp v2, which counts FSDP ranks only (check.dp_shard_cp_tp_mod_ep)"),
     ("check.etp_equals_tp", bool, "etp == tp (the expert layers keep the dense layers' TP)"),
     ("check.torchtitan_dp_shard", int, "torchtitan's data_parallel_shard_degree as advisor exports it: dp when "
-     "zero_stage >= 2 (FSDP), else 1 (dp is then data_parallel_replicate_degree)"),
+     "zero_stage >= 1 (FSDP), else 1 (ZeRO-0: dp is data_parallel_replicate_degree, DDP)"),
     ("check.ep_mod_cp", int, "ep % cp (torchtitan, etp == tp: EP borrows all of CP)"),
     ("check.dp_shard_cp_mod_ep", int, "(torchtitan_dp_shard * cp) % ep (torchtitan, etp == tp)"),
     ("check.ep_mod_cp_tp", int, "ep % (cp * tp) (torchtitan, etp == 1: EP borrows all of CP and TP)"),
@@ -171,7 +177,20 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("check.memory_percent", float, "estimated per-GPU memory as a percentage of the GPU's"),
     ("check.host_fits", bool, "offloaded states fit in host memory (and NVMe, when its capacity is given)"),
     ("check.zero_only_fits", bool, "a ZeRO-2/3 data-parallel layout without TP/PP/CP fits (no offload)"),
+    ("check.activation_offload_all_layers", bool, "assume.activation_offload_layers >= model.layers"),
+    # --- scope "layout": the cost-model assumptions the estimate of this layout used (advisor.Assumptions);
+    # the run settings among them must be expressible by the framework that runs the layout
+    ("assume.moe_token_dispatcher", str, "alltoall or deepep (Assumptions.moe_token_dispatcher)"),
+    ("assume.ep_a2a_overlap", bool, "EP all-to-all overlapped with compute (Assumptions.ep_a2a_overlap)"),
+    ("assume.ep_overlap", float, "share of the MoE all-to-all hidden behind compute (Assumptions.ep_overlap)"),
+    ("assume.tp_comm_overlap", bool, "TP communication overlap (Assumptions.tp_comm_overlap)"),
+    ("assume.fp8_param_gather", bool, "weights kept in the low-precision format (Assumptions.fp8_param_gather)"),
+    ("assume.activation_offload_layers", int, "layers whose activations go to the host (Assumptions.activation_offload_layers)"),
+    ("assume.megatron_main_grad_bytes", float, "bytes per Megatron main-gradient element (Assumptions.megatron_main_grad_bytes)"),
+    ("assume.megatron_optimizer_bytes", float, "Megatron optimizer-state bytes per parameter (Assumptions.megatron_optimizer_bytes)"),
 )
+
+ASSUMED = tuple(name.split(".", 1)[1] for name in CATALOGUE if name.startswith("assume."))
 
 
 def _round(x: float) -> float:
@@ -227,6 +246,10 @@ def build_facts(cluster: Cluster, model: Model, training: Training) -> dict[str,
             "experts_per_token": model.experts_per_token,
             "max_position": model.max_position or model.seq_len or training.seq_len,
             "position_embedding": model.position_embedding,
+            "rope_theta_integer": float(model.rope_theta or 10000.0).is_integer(),
+            "rope_scaling": model.rope_scaling,
+            "mla": model.mla is not None,
+            "mtp_layers": model.mtp_layers,
         },
         "training": {
             "seq_len": training.seq_len,
@@ -266,7 +289,8 @@ def torchtitan_layers_per_stage(layers: int, pp: int, vpp: int) -> int | None:
 
 
 def build_layout_facts(cluster: Cluster, model: Model, training: Training, layout, memory=None,
-                       zero_only_fits: bool = False, situation: dict | None = None) -> dict[str, dict[str, Any]]:
+                       zero_only_fits: bool = False, situation: dict | None = None,
+                       assumptions=None) -> dict[str, dict[str, Any]]:
     """Situation facts plus the `layout.*` and `check.*` groups for one layout under audit.
 
     `layout.dp` must be set. Every quotient guards its divisor, so an illegal layout still yields
@@ -288,13 +312,14 @@ def build_layout_facts(cluster: Cluster, model: Model, training: Training, layou
         "offload": L.offload, "offload_device": L.offload_device,
     }
     per_stage = model.layers // pp
-    dp_shard = dp if L.zero_stage >= 2 else 1
+    dp_shard = dp if L.zero_stage >= 1 else 1      # advisor.export.torchtitan: ZeRO 1-3 run as FSDP
     pad = 128 * tp
     facts["check"] = {
         "world": tp * pp * cp * dp,
         "world_matches": tp * pp * cp * dp == cluster.gpus,
         "world_mod_mp": cluster.gpus % (tp * pp * cp),
         "heads_mod_tp": model.heads % tp,
+        "heads_mod_cp": model.heads % cp,
         "kv_heads_mod_tp": model.kv_heads % tp,
         "tp_mod_kv_heads": tp % model.kv_heads,
         "layers_mod_pp": model.layers % pp,
@@ -333,6 +358,10 @@ def build_layout_facts(cluster: Cluster, model: Model, training: Training, layou
         "host_fits": bool(memory.host_fits) if memory is not None else True,
         "zero_only_fits": zero_only_fits,
     }
+    if assumptions is None:
+        assumptions = Assumptions()
+    facts["assume"] = {name: getattr(assumptions, name) for name in ASSUMED}
+    facts["check"]["activation_offload_all_layers"] = assumptions.activation_offload_layers >= model.layers
     return facts
 
 

@@ -27,7 +27,7 @@ FORMATS = {
     "megatron": (ex.megatron_args,),
     "megatron+deepspeed": (ex.megatron_args, ex.deepspeed_config),
     "deepspeed": (ex.deepspeed_config,),
-    "torchtitan": (ex.torchtitan_toml,),
+    "torchtitan": (ex.torchtitan_toml, ex.torchtitan_args),
 }
 
 # Audit rules whose refusal the exporters assert exactly: when one of them errors, an exporter of the
@@ -37,6 +37,10 @@ MIRRORED = {
     "megatron.virtual-stage-needs-a-layer", "deepspeed.zero-2-3-with-pipeline", "deepspeed.param-offload-needs-zero3",
     "deepspeed.nvme-offload-needs-zero3", "deepspeed.optimizer-offload-needs-zero", "torchtitan.etp-is-1-or-tp",
     "torchtitan.no-fp16", "torchtitan.offload-needs-fsdp-on-cpu", "torchtitan.virtual-stages-split",
+    "megatron.rotary-base-integer", "megatron.rope-scaling-kind", "megatron.ep-a2a-overlap-needs",
+    "megatron.fp8-param-gather-needs-sharded-optimizer", "megatron.fp8-param-gather-offload-delayed",
+    "megatron.activation-offload-layers", "megatron.main-grad-bytes", "megatron.optimizer-state-bytes",
+    "deepspeed.ulysses-heads-divisible-by-cp", "torchtitan.ddp-is-one-dimensional", "torchtitan.experts-have-no-tp",
 }
 
 MODELS = ("llama-3-8b", "llama-2-7b", "qwen2.5-7b", "mixtral-8x7b", "qwen3-30b-a3b", "bloom-176b", "gpt-3-5b",
@@ -62,11 +66,16 @@ def layouts(draw, cluster: Cluster, model: Model) -> Layout:
     )
 
 
-def _export_errors(report) -> list[advisor.InputError]:
+# Run settings of the estimate the exporters must write or refuse (advisor.export.megatron.ASSUMPTIONS_IN_FLAGS)
+ASSUMED = [None, {"ep_a2a_overlap": True}, {"fp8_param_gather": True}, {"activation_offload_layers": 40},
+           {"moe_token_dispatcher": "deepep"}, {"megatron_optimizer_bytes": 4.0}, {"megatron_main_grad_bytes": 2.0}]
+
+
+def _export_errors(report, assumptions=None) -> list[advisor.InputError]:
     errors = []
     for export in FORMATS[report.layout.framework]:
         try:
-            export(report.layout, report.model, report.training, report.cluster)
+            export(report.layout, report.model, report.training, report.cluster, advisor.Assumptions(**assumptions or {}))
         except advisor.InputError as e:
             errors.append(e)
     return errors
@@ -80,9 +89,10 @@ def test_audit_ok_exports_and_every_refusal_is_an_audit_rule(data):
         batches=(256, 512, 1024)))
     precision = data.draw(st.sampled_from(["bf16", "bf16", "fp16", "fp8"]))
     training = training.model_copy(update={"precision": precision})
-    report = advisor.audit(cluster, model, data.draw(layouts(cluster, model)), training)
+    assumed = data.draw(st.sampled_from(ASSUMED))
+    report = advisor.audit(cluster, model, data.draw(layouts(cluster, model)), training, assumptions=assumed)
     errors = {f.rule_id for f in report.errors}
-    refusals = _export_errors(report)
+    refusals = _export_errors(report, assumed)
     if report.ok:
         assert not refusals, f"audit ok, export refused: {[str(e) for e in refusals]}"
     for e in refusals:           # an exporter's refusal names a rule, and that rule fired
@@ -123,17 +133,21 @@ def test_torchtitan_etp_between_1_and_tp_is_an_audit_error():
     cluster = Cluster(gpu="H100-SXM-80GB", gpus=64)
     bad = advisor.audit(cluster, mix, Layout(framework="torchtitan", tp=4, ep=8, etp=2, zero_stage=3), training)
     assert "torchtitan.etp-is-1-or-tp" in {f.rule_id for f in bad.errors}
-    # both of ParallelDims' forms: etp = tp takes EP from dp_shard x cp; etp = 1 also from tp
+    # torchtitan main has no expert TP: etp = tp is refused too, etp = 1 borrows EP from dp_shard x cp x tp
     same = advisor.audit(cluster, mix, Layout(framework="torchtitan", tp=4, ep=8, zero_stage=3), training)
     one = advisor.audit(cluster, mix, Layout(framework="torchtitan", tp=4, ep=8, etp=1, zero_stage=3), training)
-    assert not {f.rule_id for f in same.errors} & {"torchtitan.ep-borrows-fsdp", "torchtitan.etp-is-1-or-tp"}
-    assert not {f.rule_id for f in one.errors} & {"torchtitan.ep-borrows-fsdp-and-tp"}
-    # replicated DP (ZeRO-1 exports as data_parallel_replicate_degree) lends EP no ranks
-    ddp = advisor.audit(cluster, mix, Layout(framework="torchtitan", tp=4, ep=8, zero_stage=1), training)
-    assert "torchtitan.ep-borrows-fsdp" in {f.rule_id for f in ddp.errors}
-    for report in (same, one):
-        if report.ok:
-            ex.torchtitan_toml(report.layout, report.model, report.training, report.cluster)
+    assert "torchtitan.experts-have-no-tp" in {f.rule_id for f in same.errors}
+    assert not {f.rule_id for f in one.errors} & {"torchtitan.ep-borrows-fsdp-and-tp", "torchtitan.experts-have-no-tp"}
+    # ZeRO-1 exports as FSDP (data_parallel_shard_degree = dp), so it lends EP ranks as ZeRO-3 does
+    fsdp1 = advisor.audit(cluster, mix, Layout(framework="torchtitan", tp=4, ep=8, etp=1, zero_stage=1), training)
+    assert not {f.rule_id for f in fsdp1.errors} & {"torchtitan.ep-borrows-fsdp-and-tp"}
+    # ZeRO-0 is DDP, which torchtitan runs one-dimensional only
+    ddp = advisor.audit(cluster, mix, Layout(framework="torchtitan", tp=4, ep=8, etp=1, zero_stage=0), training)
+    assert "torchtitan.ddp-is-one-dimensional" in {f.rule_id for f in ddp.errors}
+    assert one.ok and fsdp1.ok
+    for report in (one, fsdp1):
+        ex.torchtitan_toml(report.layout, report.model, report.training, report.cluster)
+        ex.torchtitan_args(report.layout, report.model, report.training, report.cluster)
 
 
 def test_llama3_8b_at_16k_is_a_context_extension_not_infeasible():

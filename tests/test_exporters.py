@@ -44,7 +44,7 @@ LLAMA70_SHAPE = [
     "--num-layers", "80", "--hidden-size", "8192", "--ffn-hidden-size", "28672",
     "--num-attention-heads", "64", "--group-query-attention", "--num-query-groups", "8",
     "--seq-length", "8192", "--max-position-embeddings", "8192", "--position-embedding-type", "rope",
-    "--normalization", "RMSNorm", "--swiglu", "--untie-embeddings-and-output-weights",
+    "--rotary-base", "500000", "--normalization", "RMSNorm", "--attention-dropout", "0.0", "--hidden-dropout", "0.0", "--swiglu", "--untie-embeddings-and-output-weights",
     "--disable-bias-linear",
 ]
 
@@ -68,6 +68,8 @@ def megatron_parser() -> argparse.ArgumentParser:
             parser.add_argument(flag, action=spec.kind, **kw)
         elif spec.kind == "choice":
             parser.add_argument(flag, choices=spec.choices, **kw)
+        elif spec.kind == "str_list":
+            parser.add_argument(flag, nargs="*", **kw)
         elif spec.kind == "moe_freq":
             parser.add_argument(flag, type=_moe_freq, default=1, **kw)
         else:
@@ -83,7 +85,9 @@ def test_flag_table_records_where_each_flag_was_seen():
     assert ex.MEGATRON_ARGUMENTS_SOURCE.startswith("NVIDIA/Megatron-LM megatron/training/arguments.py @ ")
     for flag, spec in ex.MEGATRON_FLAGS.items():
         assert flag == spec.flag and flag.startswith("--")
-        assert re.match(r"_add_\w+_args, chars \d+-\d+", spec.where), flag
+        # 000c4ac's character windows, or (issue 20 flags) the declaration at each MEGATRON_PINS release
+        assert re.match(r"_add_\w+_args, chars \d+-\d+", spec.where) or all(
+            f"{v}: " in spec.where for v in spec.versions), flag
         assert (spec.kind == "choice") == bool(spec.choices), flag
 
 
@@ -102,7 +106,8 @@ def test_megatron_tp8_pp2_exact():
         "--tensor-model-parallel-size", "8", "--pipeline-model-parallel-size", "2", "--sequence-parallel",
         "--context-parallel-size", "1", "--overlap-grad-reduce", "--use-distributed-optimizer", "--overlap-param-gather",
         "--micro-batch-size", "1", "--global-batch-size", "512",
-        "--recompute-granularity", "selective", "--bf16", "--attention-backend", "flash",
+        "--recompute-granularity", "selective", "--recompute-modules", "core_attn", "--bf16",
+        "--attention-backend", "flash", "--optimizer", "adam",
     ]
     ns = parse(args)
     assert (ns.tensor_model_parallel_size, ns.pipeline_model_parallel_size) == (8, 2)
@@ -118,6 +123,7 @@ def test_megatron_tp4_pp4_cp2_vpp_exact():
         "--num-layers-per-virtual-pipeline-stage", "10", "--sequence-parallel",
         "--context-parallel-size", "2", "--overlap-grad-reduce", "--use-distributed-optimizer", "--overlap-param-gather",
         "--micro-batch-size", "1", "--global-batch-size", "512", "--bf16", "--attention-backend", "flash",
+        "--optimizer", "adam",
     ]
     ns = parse(args)
     assert ns.num_layers // ns.pipeline_model_parallel_size // ns.num_layers_per_virtual_pipeline_stage == 2
@@ -138,9 +144,11 @@ def test_megatron_full_recompute_fp8_and_offload():
 @pytest.mark.parametrize(("zero", "flags"), [
     (0, ["--overlap-grad-reduce"]),
     (1, ["--overlap-grad-reduce", "--use-distributed-optimizer", "--overlap-param-gather"]),
-    (2, ["--overlap-grad-reduce", "--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim_grads",
+    (2, ["--overlap-grad-reduce", "--use-megatron-fsdp", "--use-distributed-optimizer",
+         "--data-parallel-sharding-strategy", "optim_grads",
          "--ckpt-format", "fsdp_dtensor"]),
-    (3, ["--overlap-grad-reduce", "--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim_grads_params",
+    (3, ["--overlap-grad-reduce", "--use-megatron-fsdp", "--use-distributed-optimizer",
+         "--data-parallel-sharding-strategy", "optim_grads_params",
          "--ckpt-format", "fsdp_dtensor"]),
 ])
 def test_megatron_zero_mapping(zero, flags):
@@ -337,9 +345,38 @@ def test_deepspeed_tp8_pp2_exact():
         "train_micro_batch_size_per_gpu": 1,
         "gradient_accumulation_steps": 128,
         "gradient_clipping": 1.0,
-        "zero_optimization": {"stage": 1},
+        "zero_optimization": {"stage": 1, "overlap_comm": True, "reduce_bucket_size": 500_000_000},
         "bf16": {"enabled": True},
     }
+
+
+def test_deepspeed_writes_what_the_estimate_assumed():
+    cfg = ex.deepspeed_config(DS_TP8_PP2, LLAMA70, T70, H100_64,
+                              advisor.Assumptions(overlap_grad_reduce=False, deepspeed_bucket_elements=2e8))
+    assert cfg["zero_optimization"] == {"stage": 1, "overlap_comm": False, "reduce_bucket_size": 200_000_000}
+    # ZeRO-Offload: DeepSpeed's own optimizer (a client optimizer is refused, engine.py L2344)
+    off = ex.deepspeed_config(DS_ZERO3_NVME, LLAMA70, T70, H100_64)
+    assert off["optimizer"] == {"type": "Adam", "params": {}}
+    assert "optimizer" not in ex.deepspeed_config(DS_TP8_PP2, LLAMA70, T70, H100_64)
+
+
+def test_deepspeed_ulysses_cp_sets_sequence_parallel_size():
+    cluster = Cluster(gpu="H100", gpus=8)
+    layout = Layout(framework="deepspeed", cp=4, dp=2, zero_stage=3, num_microbatches=64)
+    training = Training(seq_len=32768, global_batch_size=128)
+    cfg = ex.deepspeed_config(layout, Model.preset("llama-3-8b"), training, cluster)
+    assert cfg["sequence_parallel_size"] == 4
+    # DeepSpeedConfig without an mpu: world_size / sequence_parallel_size is the DP world
+    assert cfg["train_batch_size"] == cfg["train_micro_batch_size_per_gpu"] * cfg["gradient_accumulation_steps"] * (
+        cluster.gpus // cfg["sequence_parallel_size"])
+    notes = ex.deepspeed_notes(layout, Model.preset("llama-3-8b"), training, cluster)
+    assert any("DistributedAttention" in n for n in notes)
+
+
+def test_deepspeed_notes_state_the_dp_size_of_megatron_deepspeed():
+    layout = TP8_PP2.model_copy(update={"framework": "megatron+deepspeed"})
+    notes = ex.deepspeed_notes(layout, LLAMA70, T70, H100_64)
+    assert any("data-parallel size 4" in n and "512 != 1 * 128 * 64" in n for n in notes)
 
 
 def test_deepspeed_offload_sections():
@@ -444,15 +481,24 @@ def test_torchtitan_tp8_pp2():
     text = ex.torchtitan_toml(TP8_PP2, LLAMA70, T70, H100_64)
     doc = tomllib.loads(text)
     assert _keys(doc) <= set(ex.TORCHTITAN_KEYS)               # only verified key names
-    assert doc["parallelism"] == {
-        "data_parallel_replicate_degree": 4, "data_parallel_shard_degree": 1, "tensor_parallel_degree": 8,
-        "pipeline_parallel_degree": 2, "context_parallel_degree": 1, "expert_parallel_degree": 1,
-        "pipeline_parallel_schedule": "1F1B", "pipeline_parallel_microbatch_size": 1,
+    assert doc["parallelism"] == {      # ZeRO-1 runs as FSDP: torchtitan's DDP refuses TP and PP
+        "data_parallel_replicate_degree": 1, "data_parallel_shard_degree": 4, "fsdp_reshard_after_forward": "never",
+        "tensor_parallel_degree": 8, "pipeline_parallel_degree": 2, "context_parallel_degree": 1,
+        "expert_parallel_degree": 1, "pipeline_parallel_schedule": "1F1B", "pipeline_parallel_microbatch_size": 1,
     }
     assert doc["training"] == {"local_batch_size": 128, "global_batch_size": 512, "seq_len": 8192,
                                "mixed_precision_param": "bfloat16"}
     assert doc["activation_checkpoint"] == {"mode": "selective"}
-    assert "ZeRO-1 -> replicated data parallelism" in text     # the mapping is said in a comment
+    assert "ZeRO-1 -> FSDP" in text     # the mapping is said in a comment
+    # main: the same settings as --section.key overrides (the batch in tokens), AC as a subcommand
+    args = ex.torchtitan_args(TP8_PP2, LLAMA70, T70, H100_64)
+    pairs = dict(zip(args[:-2:2], args[1:-2:2]))
+    assert {k.removeprefix("--") for k in pairs} | {"training.disable_cuda_graphs"} <= set(ex.TORCHTITAN_MAIN_KEYS)
+    assert pairs["--parallelism.data_parallel_shard_degree"] == "4" and pairs["--parallelism.num_pp_microbatches"] == "128"
+    assert pairs["--training.num_tokens_per_microbatch_per_dp_rank"] == str(8192)
+    assert pairs["--training.num_tokens_per_train_step"] == str(512 * 8192)
+    assert args[-2:] == ["--training.disable_cuda_graphs", "activation-checkpoint:selective"]
+    assert ex.torchtitan_config(TP8_PP2, LLAMA70, T70, H100_64, version="v0.2.2") == text
 
 
 def test_torchtitan_fsdp_cp_and_interleaved():
@@ -471,16 +517,18 @@ def test_torchtitan_fsdp_cp_and_interleaved():
 
 def test_torchtitan_moe_and_refusals():
     mix = Model.preset("mixtral-8x7b")
-    doc = _toml(Layout(tp=2, ep=8, dp=32, zero_stage=3, num_microbatches=16), mix,
+    doc = _toml(Layout(tp=2, ep=8, etp=1, dp=32, zero_stage=3, num_microbatches=16), mix,
                 Training(seq_len=4096, global_batch_size=512))
-    assert (doc["parallelism"]["expert_parallel_degree"], doc["parallelism"]["expert_tensor_parallel_degree"]) == (8, 2)
-    with pytest.raises(advisor.InputError, match=r"Layout\.etp[\s\S]*torchtitan\.etp-is-1-or-tp"):
-        ex.torchtitan_toml(Layout(tp=4, ep=8, etp=2, dp=16, num_microbatches=32), mix,
+    assert (doc["parallelism"]["expert_parallel_degree"], doc["parallelism"]["expert_tensor_parallel_degree"]) == (8, 1)
+    with pytest.raises(advisor.InputError, match=r"Layout\.etp[\s\S]*torchtitan\.experts-have-no-tp"):
+        ex.torchtitan_toml(Layout(tp=4, ep=8, etp=2, dp=16, zero_stage=1, num_microbatches=32), mix,
                            Training(seq_len=4096, global_batch_size=512), H100_64)
     with pytest.raises(advisor.InputError, match=r"Training\.precision[\s\S]*torchtitan\.no-fp16"):
         _toml(TP8_PP2, training=T70.model_copy(update={"precision": "fp16"}))
     with pytest.raises(advisor.InputError, match=r"Layout\.offload[\s\S]*torchtitan\.offload-needs-fsdp-on-cpu"):
         _toml(TP8_PP2.model_copy(update={"offload": "optimizer"}))
+    with pytest.raises(advisor.InputError, match=r"Layout\.zero_stage[\s\S]*torchtitan\.ddp-is-one-dimensional"):
+        _toml(TP8_PP2.model_copy(update={"zero_stage": 0}))
     with pytest.raises(advisor.InputError, match=r"Layout\.ep[\s\S]*torchtitan\.experts-divisible-by-ep"):
         _toml(TP8_PP2.model_copy(update={"ep": 2}))
     with pytest.raises(advisor.InputError, match=r"Layout\.vpp[\s\S]*torchtitan\.virtual-stages-split"):

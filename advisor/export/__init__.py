@@ -1,7 +1,7 @@
 """Turn one `Layout` into configs the frameworks run: Megatron-LM flags, a DeepSpeed JSON config,
-a torchtitan TOML fragment and a `torchrun` launch line. One module per framework.
+torchtitan overrides (main) or a TOML fragment (v0.2.2) and a `torchrun` launch line. One module per framework.
 
-Every exporter takes `(layout, model, training, cluster)` with `layout.dp` and
+Every exporter takes `(layout, model, training, cluster, assumptions=None)` with `layout.dp` and
 `layout.num_microbatches` set and `training.seq_len` / `training.global_batch_size` resolved to
 ints (batch.py). They are pure functions: no I/O, no imports of the frameworks.
 
@@ -16,10 +16,12 @@ ep, etp, vpp become Megatron's `*-model-parallel-size`, DeepSpeed's batch triple
 read from.
 """
 
-from .deepspeed import DEEPSPEED_KEYS, NVME_PATH_PLACEHOLDER, deepspeed_config
-from .megatron import MEGATRON_ARGUMENTS_SOURCE, MEGATRON_FLAGS, MegatronFlag, megatron_args, megatron_command
+from .deepspeed import DEEPSPEED_KEYS, NVME_PATH_PLACEHOLDER, deepspeed_config, deepspeed_notes
+from .megatron import (MEGATRON_ARGUMENTS_SOURCE, MEGATRON_FLAGS, MEGATRON_PINS, MegatronFlag, megatron_args,
+                       megatron_command, megatron_notes)
 from .torchrun import torchrun_command
-from .torchtitan import TORCHTITAN_KEYS, torchtitan_toml
+from .torchtitan import (TORCHTITAN_KEYS, TORCHTITAN_MAIN_KEYS, TORCHTITAN_PINS, torchtitan_args, torchtitan_config,
+                         torchtitan_notes, torchtitan_toml)
 
 __all__ = [
     "MegatronFlag",
@@ -28,9 +30,17 @@ __all__ = [
     "DEEPSPEED_KEYS",
     "TORCHTITAN_KEYS",
     "NVME_PATH_PLACEHOLDER",
+    "MEGATRON_PINS",
     "megatron_args",
+    "megatron_notes",
+    "deepspeed_notes",
     "megatron_command",
     "deepspeed_config",
     "torchtitan_toml",
+    "torchtitan_args",
+    "torchtitan_config",
+    "torchtitan_notes",
+    "TORCHTITAN_MAIN_KEYS",
+    "TORCHTITAN_PINS",
     "torchrun_command",
 ]

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..costmodel.assumptions import Assumptions
 from ..inputs.layout import Layout
 from ..inputs.specs import Cluster, Model, Training
 from .batch import refused, resolved
 
-__all__ = ["DEEPSPEED_KEYS", "NVME_PATH_PLACEHOLDER", "deepspeed_config"]
+__all__ = ["DEEPSPEED_KEYS", "NVME_PATH_PLACEHOLDER", "deepspeed_config", "deepspeed_notes"]
 
 DEEPSPEED_KEYS: dict[str, str] = {
     "train_batch_size": "deepspeed/runtime/constants.py L19 (TRAIN_BATCH_SIZE)",
@@ -32,6 +33,13 @@ DEEPSPEED_KEYS: dict[str, str] = {
     "offload_*.nvme_path": "deepspeed/runtime/zero/offload_config.py L30, L64",
     "offload_*.pin_memory": "deepspeed/runtime/zero/offload_config.py L45, L75",
     "batch identity": "deepspeed/runtime/config.py DeepSpeedConfig._batch_assertion L590-605",
+    "sequence_parallel_size": "deepspeed/runtime/config.py DeepSpeedConfig.__init__ L468-469: without an mpu the "
+                              "DP world is world_size / sequence_parallel_size (DeepSpeed-Ulysses)",
+    "optimizer.type": "deepspeed/runtime/engine.py _configure_basic_optimizer L2476 (Adam, AdamW: "
+                      "DeepSpeedCPUAdam under ZeRO-Offload); without it a client optimizer meets "
+                      "zero_force_ds_cpu_optimizer's ZeRORuntimeException (engine.py L2344)",
+    "zero_optimization.overlap_comm": "deepspeed/runtime/zero/config.py DeepSpeedZeroConfig.overlap_comm L138",
+    "zero_optimization.reduce_bucket_size": "deepspeed/runtime/zero/config.py DeepSpeedZeroConfig.reduce_bucket_size L113",
     "pipeline ZeRO limit": "deepspeed/runtime/pipe/engine.py PipelineEngine.__init__ L76-77",
 }
 
@@ -39,16 +47,21 @@ NVME_PATH_PLACEHOLDER = "/REPLACE_ME/local_nvme_mount"
 """Written as `nvme_path` when offloading to NVMe: replace it with a node-local NVMe mount."""
 
 
-def deepspeed_config(layout: Layout, model: Model, training: Training, cluster: Cluster, *,
-                     gradient_clipping: float = 1.0) -> dict[str, Any]:
+def deepspeed_config(layout: Layout, model: Model, training: Training, cluster: Cluster,
+                     assumptions: Assumptions | None = None, *, gradient_clipping: float = 1.0) -> dict[str, Any]:
     """A DeepSpeed JSON config (as a dict) for this layout.
 
     The batch triple satisfies DeepSpeed's identity `train_batch_size == micro * accumulation *
     dp` (runtime/config.py `_batch_assertion`); the DP world is `layout.dp` (DeepSpeed takes it from
     the model-parallel unit when tp/pp/cp > 1). FP8 compute is configured in the model code
     (Transformer Engine), not in this file, so fp8 writes the bf16 section. Offload to NVMe writes
-    `nvme_path` = NVME_PATH_PLACEHOLDER, which must be replaced.
+    `nvme_path` = NVME_PATH_PLACEHOLDER, which must be replaced. Context parallelism under framework
+    "deepspeed" is DeepSpeed-Ulysses: `sequence_parallel_size` = cp, so that DeepSpeed's DP world is
+    world / cp. Offload writes an `optimizer` block (DeepSpeed then builds DeepSpeedCPUAdam). The
+    estimate's DP overlap and reduce bucket (Assumptions.overlap_grad_reduce,
+    deepspeed_bucket_elements) are written as overlap_comm and reduce_bucket_size.
     """
+    A = assumptions or Assumptions()
     b = resolved(layout, training, cluster)
     stage = layout.zero_stage
     if layout.pp > 1 and stage >= 2:
@@ -62,8 +75,17 @@ def deepspeed_config(layout: Layout, model: Model, training: Training, cluster: 
         "train_micro_batch_size_per_gpu": b.mbs,
         "gradient_accumulation_steps": b.m,
         "gradient_clipping": gradient_clipping,
-        "zero_optimization": _zero_section(layout),
+        "zero_optimization": _zero_section(layout, A),
     }
+    if layout.framework == "deepspeed" and layout.cp > 1:
+        if model.heads % layout.cp:
+            raise refused("Layout.cp", layout.cp, f"a divisor of the {model.heads} attention heads under DeepSpeed",
+                          "deepspeed.ulysses-heads-divisible-by-cp",
+                          "DeepSpeed-Ulysses gives each rank heads / sequence_parallel_size heads")
+        cfg["sequence_parallel_size"] = layout.cp
+    if layout.offload != "none":
+        # DeepSpeed's own optimizer: a client torch optimizer is refused under ZeRO-Offload
+        cfg["optimizer"] = {"type": "AdamW" if training.optimizer == "adamw" else "Adam", "params": {}}
     if training.precision == "fp16":
         cfg["fp16"] = {"enabled": True}
     else:
@@ -71,9 +93,12 @@ def deepspeed_config(layout: Layout, model: Model, training: Training, cluster: 
     return cfg
 
 
-def _zero_section(layout: Layout) -> dict[str, Any]:
+def _zero_section(layout: Layout, A: Assumptions) -> dict[str, Any]:
     stage = layout.zero_stage
     zero: dict[str, Any] = {"stage": stage}
+    if stage >= 1:
+        zero["overlap_comm"] = A.overlap_grad_reduce
+        zero["reduce_bucket_size"] = int(A.deepspeed_bucket_elements)
     if layout.offload == "none":
         return zero
     dev = layout.offload_device
@@ -98,3 +123,26 @@ def _offload_section(device: str) -> dict[str, Any]:
     if device == "nvme":
         sec["nvme_path"] = NVME_PATH_PLACEHOLDER
     return sec
+
+
+def deepspeed_notes(layout: Layout, model: Model, training: Training, cluster: Cluster,
+                    assumptions: Assumptions | None = None) -> list[str]:
+    """What the JSON cannot say (it has no comments), for stderr: the DP size a Megatron-DeepSpeed
+    launch supplies, Ulysses' model-code requirement, the optimizer's hyper-parameters, NVMe paths."""
+    b = resolved(layout, training, cluster)
+    notes = []
+    if layout.framework != "deepspeed" or layout.tp > 1 or layout.pp > 1:
+        notes.append(
+            f"data-parallel size {b.dp}: train_batch_size {b.gbs} = micro {b.mbs} x accumulation {b.m} x dp {b.dp}; "
+            f"the launcher's model-parallel unit (Megatron-DeepSpeed's mpu, tp {layout.tp} x pp {layout.pp} x cp "
+            f"{layout.cp}) must report dp {b.dp}: DeepSpeed without one counts all {cluster.gpus} GPUs as data-parallel "
+            f"and refuses the batch ({b.gbs} != {b.mbs} * {b.m} * {cluster.gpus})")
+    if "sequence_parallel_size" in deepspeed_config(layout, model, training, cluster, assumptions):
+        notes.append(f"sequence_parallel_size {layout.cp}: DeepSpeed-Ulysses; the model's attention must run through "
+                     "deepspeed.sequence.layer.DistributedAttention (or an integration that wraps it)")
+    if layout.offload != "none":
+        notes.append("optimizer: DeepSpeed builds DeepSpeedCPUAdam for ZeRO-Offload; set optimizer.params "
+                     "(lr, betas, weight_decay) and pass no client optimizer to deepspeed.initialize")
+        if layout.offload_device == "nvme":
+            notes.append(f"replace nvme_path {NVME_PATH_PLACEHOLDER} with a node-local NVMe mount")
+    return notes

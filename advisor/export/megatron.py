@@ -6,6 +6,14 @@ stored copy, 307dcf37, is 93,035). MEGATRON_FLAGS records, for every flag writte
 `_add_*_args` function and the character window of the stored file in which its `add_argument`
 call sits.
 
+The flags added for issue 20 (the settings the estimate depends on: token dispatcher, router, RoPE,
+recompute modules, overlaps, offload, FP8 parameters, optimizer) were read at the two releases the
+export targets, MEGATRON_PINS: main and the latest core release. There many flags are generated from
+Megatron-Core's config dataclasses (megatron/training/argument_utils.py ArgumentGroupFactory: field
+`moe_token_dispatcher_type` -> `--moe-token-dispatcher-type`); their `where` names the field and its
+line at each pin. tests/data/frameworks/megatron-*.json are the real parsers' option lists at the
+pins (benchmarks/validate_exports.py --snapshot), and tests check every emitted flag against them.
+
 Legality is the audit's (rules/audit-megatron.toml): every refusal below is an assertion of that
 contract and names the rule that forbids the layout.
 """
@@ -16,20 +24,30 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..costmodel.assumptions import Assumptions
 from ..inputs.pipeline import megatron_split, stage_layers, virtual_stage_layers
 from ..inputs.precision import recipe
 from ..inputs.layout import Layout
 from ..inputs.specs import Cluster, Model, Training
+from ..errors import InputError
 from .batch import Batch, refused, resolved
 from .torchrun import torchrun_command
 
-__all__ = ["MegatronFlag", "MEGATRON_FLAGS", "MEGATRON_ARGUMENTS_SOURCE", "megatron_args", "megatron_command"]
+__all__ = ["MegatronFlag", "MEGATRON_FLAGS", "MEGATRON_ARGUMENTS_SOURCE", "MEGATRON_PINS", "ASSUMPTIONS_IN_FLAGS",
+           "megatron_args", "megatron_command", "megatron_notes"]
 
 MEGATRON_ARGUMENTS_SOURCE = (
     "NVIDIA/Megatron-LM megatron/training/arguments.py @ 000c4ac24f61159c138b0975def722c65245983c"
 )
 
-FlagKind = Literal["int", "float", "str", "store_true", "store_false", "choice", "moe_freq"]
+MEGATRON_PINS: dict[str, str] = {
+    "main": "d98e8a64ddf34856e74b24714e3bedb2f5a39553",          # 2026-08-22
+    "core_v0.16.1": "55ac7082517c3878ae653c07c09c534b8aed49f6",  # tag core_v0.16.1, 2026-03-16
+}
+"""NVIDIA/Megatron-LM commits the exported flags are checked against (benchmarks/validate_exports.toml
+holds the same pins for the validation run)."""
+
+FlagKind = Literal["int", "float", "str", "str_list", "store_true", "store_false", "choice", "moe_freq"]
 
 
 @dataclass(frozen=True)
@@ -37,7 +55,7 @@ class MegatronFlag:
     """One Megatron-LM command-line flag as `add_argument` declares it.
 
     `kind` mirrors the declaration: "int"/"float"/"str" (`type=`), "store_true"/"store_false"
-    (`action=`), "choice" (`choices=`), "moe_freq" (`type=moe_freq_type`: an int or a Python list
+    (`action=`), "choice" (`choices=`), "str_list" (`nargs`, one value per word), "moe_freq" (`type=moe_freq_type`: an int or a Python list
     expression such as "([0]*3+[1]*58)"). `where` is the `_add_*_args` function and the 16,000-
     character window of MEGATRON_ARGUMENTS_SOURCE (as the search tool's read_file pages it) that
     holds the call; M-numbers refer to research/anchors-selection.md §2.
@@ -50,6 +68,8 @@ class MegatronFlag:
     dest: str | None = None
     emitted: bool = True
     note: str = ""
+    versions: tuple[str, ...] = ("main", "core_v0.16.1")
+    """The MEGATRON_PINS releases that declare the flag (the snapshots in tests/data/frameworks check it)."""
 
 
 def _f(flag: str, kind: FlagKind, where: str, **kw: Any) -> tuple[str, MegatronFlag]:
@@ -66,6 +86,15 @@ _MLA = "_add_mla_args"
 def _W(k: int) -> str:
     """The 16,000-character read window (starting at k thousand) of the stored arguments.py."""
     return f"chars {k * 1000}-{min(k * 1000 + 16000, 207307)}"
+
+
+_TC, _MPC = "transformer_config.py", "model_parallel_config.py"
+
+
+def _pinned(main: str, v016: str, old: str = "") -> str:
+    """Where a flag added for issue 20 is declared: at main, at core_v0.16.1 (MEGATRON_PINS) and, when
+    it existed there, at MEGATRON_ARGUMENTS_SOURCE's commit (arguments.py line)."""
+    return f"main: {main}; core_v0.16.1: {v016}" + (f"; 000c4ac: arguments.py L{old}" if old else "")
 
 
 MEGATRON_FLAGS: dict[str, MegatronFlag] = dict([
@@ -114,8 +143,8 @@ MEGATRON_FLAGS: dict[str, MegatronFlag] = dict([
        note="validate_args silently disables it when TP == 1 (M12)"),
     # _add_checkpointing_args
     _f("--ckpt-format", "choice", f"_add_checkpointing_args, {_W(128)}",
-       choices=("torch", "torch_dist", "zarr", "torch_dcp", "fsdp_dtensor"),
-       note="validate_args asserts fsdp_dtensor with --use-megatron-fsdp"),
+       choices=("torch", "torch_dist", "torch_dcp", "fsdp_dtensor"),
+       note="validate_args asserts fsdp_dtensor with --use-megatron-fsdp; 000c4ac also had zarr, gone at both pins"),
     # _add_mixed_precision_args / _add_transformer_engine_args / _add_experimental_args
     _f("--fp16", "store_true", f"_add_mixed_precision_args, {_W(144)}"),
     _f("--bf16", "store_true", f"_add_mixed_precision_args, {_W(144)}"),
@@ -170,45 +199,140 @@ MEGATRON_FLAGS: dict[str, MegatronFlag] = dict([
     _f("--qk-head-dim", "int", f"{_MLA}, {_W(192)}", note="the no-RoPE part of the q/k head"),
     _f("--qk-pos-emb-head-dim", "int", f"{_MLA}, {_W(192)}"),
     _f("--v-head-dim", "int", f"{_MLA}, {_W(192)}"),
+    # ---- issue 20: the settings the estimate depends on (MEGATRON_PINS; megatron/core/transformer/...)
+    _f("--moe-token-dispatcher-type", "choice",
+       _pinned(f"{_TC} L891 TransformerConfig.moe_token_dispatcher_type", f"{_TC} L675", "3201"),
+       choices=("allgather", "alltoall", "flex"), note="default allgather; the estimate assumes alltoall or DeepEP"),
+    _f("--moe-flex-dispatcher-backend", "choice",
+       _pinned(f"{_TC} L898 moe_flex_dispatcher_backend", f"{_TC} L682"), choices=("deepep", "hybridep"),
+       note="replaces --moe-enable-deepep (deprecated at both pins, transformer_config.py __post_init__ "
+            "'moe_enable_deepep is deprecated'); main adds 'ncclep'"),
+    _f("--moe-enable-deepep", "store_true", _pinned(f"{_TC} L895 (deprecated)", f"{_TC} L679 (deprecated)", "3205"),
+       emitted=False, note="the pre-0.16 spelling of --moe-flex-dispatcher-backend deepep"),
+    _f("--moe-router-dtype", "choice", _pinned(f"{_TC} L811", f"{_TC} L629", "3151"), choices=("fp32", "fp64"),
+       note="DeepEP asserts float32 probabilities (moe/token_dispatcher.py _DeepepManager, core_v0.16.1 L1297)"),
+    _f("--moe-router-score-function", "choice", _pinned(f"{_TC} L808", f"{_TC} L626", "3160"),
+       choices=("softmax", "sigmoid"), note="main adds sqrtsoftplus"),
+    _f("--moe-router-enable-expert-bias", "store_true", _pinned(f"{_TC} L816", f"{_TC} L634", "3175")),
+    _f("--moe-router-topk-scaling-factor", "float", _pinned(f"{_TC} L804", f"{_TC} L622", "3173")),
+    _f("--recompute-modules", "str_list", _pinned(f"{_TC} L560 (list[str], nargs +)", f"{_TC} L411", "2091"),
+       note="nargs: the modules follow as separate values; default ['core_attn']"),
+    _f("--tp-comm-overlap", "store_true", _pinned(f"{_MPC} L265", f"{_MPC} L186", "2138"),
+       note="validate_args asserts --sequence-parallel with it (M16)"),
+    _f("--overlap-moe-expert-parallel-comm", "store_true", _pinned(f"{_MPC} L343", f"{_MPC} L264", "3221"),
+       note="TransformerConfig.__post_init__: EP > 1, alltoall/flex, no full recompute, vpp when pp > 1, "
+            "MTP at most 1 (audit rule megatron.ep-a2a-overlap-needs)"),
+    _f("--cpu-offloading-num-layers", "int", _pinned(f"{_MPC} L461", f"{_MPC} L373", "2105"),
+       note="sets cpu_offloading; TransformerConfig refuses it with PP, with recompute, and for >= num_layers"),
+    _f("--fp8-param-gather", "store_true", _pinned("arguments.py L2016", "arguments.py L1398", "1356"),
+       note="validate_args: only with the distributed optimizer or (Megatron-)FSDP"),
+    _f("--fp4-param-gather", "store_true",
+       _pinned("arguments.py L2012 (fp4_param excluded from the dataclass flags)",
+               f"{_TC} L520 TransformerConfig.fp4_param, argparse_meta arg_names ['--fp4-param-gather']"),
+       note="validate_args: 'must be used together with --fp4-format'"),
+    _f("--grad-reduce-in-bf16", "store_true", _pinned("arguments.py L3053", "arguments.py L2178", "2574"),
+       note="validate_args then sets accumulate_allreduce_grads_in_fp32 = False: 2-byte main gradients"),
+    _f("--rotary-base", "int", _pinned("arguments.py L2418", "arguments.py L1655", "1623"),
+       note="type=int: a fractional rope_theta cannot be written (audit rule megatron.rotary-base-integer)"),
+    _f("--use-rope-scaling", "store_true", _pinned("arguments.py L2424", "arguments.py L1661", "1631"),
+       note="Llama 3.1 scaling (rotary_pos_embedding.py _apply_scaling: low/high frequency factors 1 and 4, "
+            "original context 8192)"),
+    _f("--rope-scaling-factor", "float", _pinned("arguments.py L2426", "arguments.py L1663", "1633")),
+    _f("--rope-type", "choice", _pinned("arguments.py L2906", "arguments.py L2049", "2226"), choices=("rope", "yarn"),
+       note="MLA only; MLATransformerConfig's default is yarn (transformer_config.py, core_v0.16.1 L2034)"),
+    _f("--rotary-scaling-factor", "float", _pinned("arguments.py L3558", "arguments.py L2735", "3247"),
+       note="YaRN factor for MLA; MLATransformerConfig's own default is 40"),
+    _f("--attention-dropout", "float", _pinned(f"{_TC} L191", f"{_TC} L140", "1901"), note="default 0.1"),
+    _f("--hidden-dropout", "float", _pinned(f"{_TC} L188", f"{_TC} L137", "1903"), note="default 0.1"),
+    _f("--optimizer", "choice", _pinned("arguments.py L2913", "arguments.py L2056", "2245"),
+       choices=("adam", "sgd"), note="'adam' is Adam with decoupled weight decay (AdamW)"),
 ])
 
 
+ASSUMPTIONS_IN_FLAGS: dict[str, str] = {
+    "recompute_modules": "--recompute-modules (with --recompute-granularity selective)",
+    "overlap_grad_reduce": "--overlap-grad-reduce (when dp x cp > 1)",
+    "overlap_param_gather": "--overlap-param-gather (with the distributed optimizer, dp x cp > 1)",
+    "tp_comm_overlap": "--tp-comm-overlap (with --sequence-parallel, tp > 1)",
+    "ep_a2a_overlap": "--overlap-moe-expert-parallel-comm (ep > 1)",
+    "ep_overlap": "--overlap-moe-expert-parallel-comm when > 0 (the overlap whose measured share it is)",
+    "dropout_masks": "--attention-dropout / --hidden-dropout 0.1 when masks are stored, else 0.0",
+    "moe_token_dispatcher": "--moe-token-dispatcher-type alltoall | flex --moe-flex-dispatcher-backend deepep",
+    "activation_offload_layers": "--cpu-offloading-num-layers (pp 1, no recompute: where the estimate applies it)",
+    "fp8_param_gather": "--fp8-param-gather / --fp4-param-gather (low-precision GEMMs)",
+    "megatron_main_grad_bytes": "--grad-reduce-in-bf16 when 2 (4: Megatron's fp32 default)",
+    "megatron_optimizer_bytes": "12 only (fp32 master + Adam moments, --optimizer adam); "
+                                "other values: audit rule megatron.optimizer-state-bytes",
+}
+"""The Assumptions fields that are settings of a Megatron run, and the flags that carry them
+(tests/test_exporters.py checks each). Every other field describes hardware or kernels (efficiencies,
+latencies, bandwidths, bytes moved), another framework (DeepSpeed, torchtitan), or the memory
+accounting of what the flags already say; those are listed in tests/test_exporters.py with why."""
+
+
+MEGATRON_VERSIONS = tuple(MEGATRON_PINS)
+
+
 class _Args(list):
-    """The argument list under construction; `add` accepts only flags of MEGATRON_FLAGS."""
+    """The argument list under construction; `add` accepts only flags of MEGATRON_FLAGS that the
+    target release declares."""
 
-    def add(self, flag: str, value: object = None) -> None:
-        MEGATRON_FLAGS[flag]  # a KeyError here means an unverified flag: check it, then add it to the table
+    def __init__(self, version: str):
+        super().__init__()
+        self.version = version
+
+    def add(self, flag: str, *values: object) -> None:
+        spec = MEGATRON_FLAGS[flag]  # a KeyError here means an unverified flag: check it, then add it to the table
+        assert self.version in spec.versions, f"{flag} is not declared by Megatron-LM {self.version}"
         self.append(flag)
-        if value is not None:
-            self.append(str(value))
+        self.extend(str(v) for v in values if v is not None)
 
 
-def megatron_args(layout: Layout, model: Model, training: Training, cluster: Cluster) -> list[str]:
+def megatron_args(layout: Layout, model: Model, training: Training, cluster: Cluster,
+                  assumptions: Assumptions | None = None, *, version: str = "main") -> list[str]:
     """Megatron-LM command-line arguments (for `pretrain_gpt.py`) for this layout and model.
 
-    Model shape, parallelism, batch, recompute and precision flags; the tokenizer, data, optimizer
-    hyper-parameters and checkpoint paths stay the user's. ZeRO maps to Megatron as: 1 ->
-    `--use-distributed-optimizer`; 2/3 -> Megatron-FSDP (`--use-megatron-fsdp
-    --data-parallel-sharding-strategy optim_grads|optim_grads_params --ckpt-format fsdp_dtensor`).
-    Under framework "megatron+deepspeed" ZeRO and offload live in the DeepSpeed JSON and no ZeRO or
-    offload flag is written. Every flag is in `MEGATRON_FLAGS`, checked against
-    MEGATRON_ARGUMENTS_SOURCE. A layout `advisor.audit` refuses raises InputError naming the rule.
+    Model shape (RoPE base and scaling, router), parallelism, batch, recompute, precision, optimizer
+    and every run setting of `assumptions` the estimate depends on (ASSUMPTIONS_IN_FLAGS); the
+    tokenizer, data, learning-rate schedule and checkpoint paths stay the user's. ZeRO maps to
+    Megatron as: 1 -> `--use-distributed-optimizer`; 2/3 -> Megatron-FSDP (`--use-megatron-fsdp
+    --use-distributed-optimizer --data-parallel-sharding-strategy optim_grads|optim_grads_params
+    --ckpt-format fsdp_dtensor`). Under framework "megatron+deepspeed" ZeRO and offload live in the
+    DeepSpeed JSON and no ZeRO or offload flag is written. `version` is a MEGATRON_PINS release
+    ("main" or "core_v0.16.1"); flags whose spelling differs follow it. Every flag is in
+    `MEGATRON_FLAGS`. A layout `advisor.audit` refuses raises InputError naming the rule.
     """
+    if version not in MEGATRON_PINS:
+        raise InputError("--framework-version", version, f"one of {list(MEGATRON_PINS)} for Megatron-LM")
+    A = assumptions or Assumptions()
     b = resolved(layout, training, cluster)
-    out = _Args()
-    _shape(out, layout, model, b)
+    out = _Args(version)
+    _shape(out, layout, model, b, A)
     _parallelism(out, layout, model)
     if layout.framework != "megatron+deepspeed":
-        _zero(out, layout)
+        _zero(out, layout, A)
     out.add("--micro-batch-size", b.mbs)
     out.add("--global-batch-size", b.gbs)
-    _recompute_and_precision(out, layout, training)
+    _recompute_and_precision(out, layout, model, training, A)
+    _overlaps(out, layout, model, A)
+    _activation_offload(out, layout, model, A)
     if layout.framework != "megatron+deepspeed":
         _offload(out, layout)
     return list(out)
 
 
-def _shape(out: _Args, layout: Layout, model: Model, b: Batch) -> None:
+def megatron_notes(layout: Layout, model: Model, training: Training, cluster: Cluster,
+                   assumptions: Assumptions | None = None) -> list[str]:
+    """What the user must still add or know, for stderr (the command itself goes to stdout)."""
+    notes = ["add your tokenizer, data, learning-rate and checkpoint flags (e.g. --tokenizer-type, "
+             "--data-path, --lr, --train-iters, --save/--load)"]
+    if layout.framework == "megatron+deepspeed":
+        notes.append("Megatron-DeepSpeed: pass the DeepSpeed JSON (--format deepspeed) with --deepspeed "
+                     "--deepspeed_config; ZeRO and offload are set there")
+    return notes
+
+
+def _shape(out: _Args, layout: Layout, model: Model, b: Batch, A: Assumptions) -> None:
     out.add("--num-layers", model.layers)
     out.add("--hidden-size", model.hidden)
     out.add("--ffn-hidden-size", model.ffn_hidden)
@@ -222,6 +346,11 @@ def _shape(out: _Args, layout: Layout, model: Model, b: Batch) -> None:
     out.add("--seq-length", b.seq)
     _positions(out, layout, model, b)
     out.add("--normalization", "RMSNorm" if model.norm == "rmsnorm" else "LayerNorm")
+    # Assumptions.dropout_masks: the estimate stores dropout masks exactly when dropout is on; Megatron's
+    # default is 0.1 for every model (transformer_config.py hidden_dropout / attention_dropout)
+    masks = (model.bias or model.position_embedding == "learned") if A.dropout_masks == "auto" else A.dropout_masks
+    out.add("--attention-dropout", 0.1 if masks else 0.0)
+    out.add("--hidden-dropout", 0.1 if masks else 0.0)
     if model.activation == "swiglu":
         out.add("--swiglu")
     if not model.tied_embeddings:
@@ -241,7 +370,7 @@ def _shape(out: _Args, layout: Layout, model: Model, b: Batch) -> None:
         out.add("--qk-head-dim", a.qk_nope_head_dim)
         out.add("--qk-pos-emb-head-dim", a.qk_rope_head_dim)
         out.add("--v-head-dim", a.v_head_dim)
-    _moe(out, layout, model)
+    _moe(out, layout, model, A)
     if model.mtp_layers:
         out.add("--mtp-num-layers", model.mtp_layers)
 
@@ -268,9 +397,36 @@ def _positions(out: _Args, layout: Layout, model: Model, b: Batch) -> None:
     else:
         out.add("--max-position-embeddings", max(model.max_position or 0, b.seq))
         out.add("--position-embedding-type", "rope")
+        _rope(out, model)
 
 
-def _moe(out: _Args, layout: Layout, model: Model) -> None:
+def _rope(out: _Args, model: Model) -> None:
+    """The RoPE base (Megatron's default is 10000 whatever the model) and the model's frequency scaling:
+    Llama 3.1's with --use-rope-scaling, YaRN for MLA with --rope-type yarn (MLATransformerConfig
+    defaults to yarn, so a plain-RoPE MLA model says --rope-type rope)."""
+    theta = 10000.0 if model.rope_theta is None else model.rope_theta
+    if theta != int(theta):
+        raise refused("Model.rope_theta", theta, "an integer under Megatron-LM", "megatron.rotary-base-integer",
+                      "--rotary-base is declared type=int (arguments.py)")
+    out.add("--rotary-base", int(theta))
+    if model.rope_scaling == "llama3":
+        if model.mla is not None:
+            raise refused("Model.rope_scaling", "llama3", "'yarn' or 'none' for an MLA model", "megatron.rope-scaling-kind",
+                          "MLA takes --rope-type rope|yarn; --use-rope-scaling is the GPT model's")
+        out.add("--use-rope-scaling")
+        out.add("--rope-scaling-factor", model.rope_scaling_factor)
+    elif model.rope_scaling == "yarn":
+        if model.mla is None:
+            raise refused("Model.rope_scaling", "yarn", "'llama3' or 'none' without MLA", "megatron.rope-scaling-kind",
+                          "core_v0.16.1 has YaRN for MLA only (--rope-type); main's --position-embedding-type yarn "
+                          "is not in the release")
+        out.add("--rope-type", "yarn")
+        out.add("--rotary-scaling-factor", model.rope_scaling_factor)
+    elif model.mla is not None:
+        out.add("--rope-type", "rope")
+
+
+def _moe(out: _Args, layout: Layout, model: Model, A: Assumptions) -> None:
     if not model.is_moe:
         if layout.ep > 1:
             raise refused("Layout.ep", layout.ep, "1 for a dense model", "megatron.experts-divisible-by-ep",
@@ -278,6 +434,12 @@ def _moe(out: _Args, layout: Layout, model: Model) -> None:
         return
     out.add("--num-experts", model.experts)
     out.add("--moe-router-topk", model.experts_per_token)
+    out.add("--moe-router-score-function", model.router_score)
+    if model.router_expert_bias:
+        out.add("--moe-router-enable-expert-bias")
+    if model.router_topk_scale is not None:
+        out.add("--moe-router-topk-scaling-factor", model.router_topk_scale)
+    _dispatcher(out, layout, A)
     if model.router_groups > 1:
         out.add("--moe-router-num-groups", model.router_groups)
         if model.router_group_topk is not None:
@@ -287,6 +449,18 @@ def _moe(out: _Args, layout: Layout, model: Model) -> None:
         out.add("--moe-shared-expert-intermediate-size", model.shared_experts * model.moe_ffn_hidden)
     if model.dense_layers or model.moe_layer_freq > 1:
         out.add("--moe-layer-freq", _moe_layer_pattern(model))
+
+
+def _dispatcher(out: _Args, layout: Layout, A: Assumptions) -> None:
+    """Assumptions.moe_token_dispatcher. Megatron's default is allgather, which the estimate never
+    assumes. The flex dispatcher asserts tp x ep > 1 (moe/token_dispatcher.py, core_v0.16.1 L1346);
+    on one rank no token moves and both dispatchers cost the same, so alltoall is written there."""
+    if A.moe_token_dispatcher == "deepep" and layout.tp * layout.ep > 1:
+        out.add("--moe-token-dispatcher-type", "flex")
+        out.add("--moe-flex-dispatcher-backend", "deepep")
+        out.add("--moe-router-dtype", "fp32")
+    else:
+        out.add("--moe-token-dispatcher-type", "alltoall")
 
 
 def _moe_layer_pattern(model: Model) -> str:
@@ -350,24 +524,27 @@ def _layout_string(sizes: list[int], model: Model) -> str:
     return "|".join(stages)
 
 
-def _zero(out: _Args, layout: Layout) -> None:
-    if layout.dp * layout.cp > 1:
+def _zero(out: _Args, layout: Layout, A: Assumptions) -> None:
+    if layout.dp * layout.cp > 1 and A.overlap_grad_reduce:
         # advisor's step-time estimate assumes DP traffic overlaps compute (Assumptions.overlap_grad_reduce,
         # overlap_param_gather): ask Megatron for it, or the estimate is optimistic.
         out.add("--overlap-grad-reduce")
     if layout.zero_stage == 1:
         out.add("--use-distributed-optimizer")
-        if layout.dp * layout.cp > 1:
+        if layout.dp * layout.cp > 1 and A.overlap_grad_reduce and A.overlap_param_gather:
             out.add("--overlap-param-gather")               # M19: needs the distributed optimizer + grad overlap
     elif layout.zero_stage >= 2:
         out.add("--use-megatron-fsdp")
+        # Megatron-FSDP v1 runs the distributed optimizer only; validate_args adds it with a warning
+        out.add("--use-distributed-optimizer")
         out.add("--data-parallel-sharding-strategy", "optim_grads" if layout.zero_stage == 2 else "optim_grads_params")
         out.add("--ckpt-format", "fsdp_dtensor")
 
 
-def _recompute_and_precision(out: _Args, layout: Layout, training: Training) -> None:
+def _recompute_and_precision(out: _Args, layout: Layout, model: Model, training: Training, A: Assumptions) -> None:
     if layout.recompute == "selective":
         out.add("--recompute-granularity", "selective")
+        out.add("--recompute-modules", *A.recompute_modules)
     elif layout.recompute == "full":
         out.add("--recompute-granularity", "full")
         out.add("--recompute-method", "uniform")
@@ -379,7 +556,62 @@ def _recompute_and_precision(out: _Args, layout: Layout, training: Training) -> 
         flags = recipe(training.precision).megatron_flags   # (flag, value) pairs
         for flag, value in zip(flags[::2], flags[1::2]):
             out.add(flag, value)
+        if A.megatron_main_grad_bytes not in (2, 4):
+            raise refused("Assumptions.megatron_main_grad_bytes", A.megatron_main_grad_bytes, "2 or 4 under Megatron-LM",
+                          "megatron.main-grad-bytes", "the gradient buffer is fp32, or bf16 with --grad-reduce-in-bf16")
+        if A.megatron_main_grad_bytes == 2:
+            out.add("--grad-reduce-in-bf16")
+        if A.megatron_optimizer_bytes != 12 and layout.framework == "megatron":
+            raise refused("Assumptions.megatron_optimizer_bytes", A.megatron_optimizer_bytes, "12 under Megatron-LM",
+                          "megatron.optimizer-state-bytes", "--optimizer adam keeps fp32 master weights, m and v")
+        if A.fp8_param_gather and recipe(training.precision).low_precision:
+            if layout.framework == "megatron" and layout.zero_stage == 0:
+                raise refused("Assumptions.fp8_param_gather", True, "zero_stage >= 1 under Megatron-LM",
+                              "megatron.fp8-param-gather-needs-sharded-optimizer",
+                              "validate_args: --fp8-param-gather only with the distributed optimizer or FSDP")
+            if layout.framework == "megatron" and layout.offload != "none" and training.precision not in (
+                    "fp8", "fp8-delayed"):
+                raise refused("Assumptions.fp8_param_gather", True, "precision fp8-delayed with optimizer offload",
+                              "megatron.fp8-param-gather-offload-delayed",
+                              "validate_args: with --fp8-param-gather the optimizer CPU offload needs --fp8-recipe delayed")
+            out.add("--fp4-param-gather" if recipe(training.precision).gemm == "fp4" else "--fp8-param-gather")
     out.add("--attention-backend", "flash" if training.flash_attention else "unfused")
+    out.add("--optimizer", "adam")      # Megatron's adam is AdamW (decoupled weight decay), as the estimate's Adam
+
+
+def _overlaps(out: _Args, layout: Layout, model: Model, A: Assumptions) -> None:
+    """P2P, TP and EP communication overlap, as the estimate assumed it."""
+    if layout.pp > 1 and not layout.overlap_p2p_comm:
+        out.add("--no-overlap-p2p-communication")
+    if A.tp_comm_overlap and layout.sp and layout.tp > 1:
+        out.add("--tp-comm-overlap")
+    if (A.ep_a2a_overlap or A.ep_overlap > 0) and model.is_moe and layout.ep > 1:
+        why = _a2a_overlap_blocker(layout, model)
+        if why:
+            raise refused("Assumptions.ep_a2a_overlap", True, "a layout Megatron-Core overlaps the EP all-to-all in",
+                          "megatron.ep-a2a-overlap-needs", why)
+        out.add("--overlap-moe-expert-parallel-comm")
+
+
+def _a2a_overlap_blocker(layout: Layout, model: Model) -> str:
+    """TransformerConfig.__post_init__'s conditions for overlap_moe_expert_parallel_comm (core_v0.16.1)."""
+    if layout.recompute == "full":
+        return "disable full recomputation when enabling overlap_moe_expert_parallel_comm"
+    if layout.pp > 1 and layout.vpp == 1:
+        return "virtual_pipeline_model_parallel_size must be specified when pipeline_model_parallel_size > 1"
+    if model.mtp_layers > 1:
+        return "MTP layernum only supports 1 when enabling overlap_moe_expert_parallel_comm"
+    return ""
+
+
+def _activation_offload(out: _Args, layout: Layout, model: Model, A: Assumptions) -> None:
+    """Activation offload where the estimate applies it (costmodel.memory.offloaded_layers: pp 1, no recompute)."""
+    if A.activation_offload_layers and layout.pp == 1 and layout.recompute == "none":
+        if A.activation_offload_layers >= model.layers:
+            raise refused("Assumptions.activation_offload_layers", A.activation_offload_layers,
+                          f"fewer than the model's {model.layers} layers", "megatron.activation-offload-layers",
+                          "TransformerConfig: 'CPU offloading can be done only for layers less than num_layers'")
+        out.add("--cpu-offloading-num-layers", A.activation_offload_layers)
 
 
 def _offload(out: _Args, layout: Layout) -> None:
@@ -401,20 +633,20 @@ def _needs_single_connection(layout: Layout) -> bool:
     return (layout.tp > 1 or layout.cp > 1) and not fsdp
 
 
-def megatron_command(layout: Layout, model: Model, training: Training, cluster: Cluster, *,
-                     script: str = "pretrain_gpt.py") -> str:
-    """A shell command: `torchrun ... pretrain_gpt.py` with one Megatron flag (and its value) per
+def megatron_command(layout: Layout, model: Model, training: Training, cluster: Cluster,
+                     assumptions: Assumptions | None = None, *, script: str = "pretrain_gpt.py",
+                     version: str = "main") -> str:
+    """A shell command: `torchrun ... pretrain_gpt.py` with one Megatron flag (and its values) per
     line, shell-quoted, continued with backslashes. Add your tokenizer, data and checkpoint flags."""
-    args = megatron_args(layout, model, training, cluster)
+    args = megatron_args(layout, model, training, cluster, assumptions, version=version)
     lines: list[str] = []
     i = 0
     while i < len(args):
-        if i + 1 < len(args) and not args[i + 1].startswith("--"):
-            lines.append(f"{shlex.quote(args[i])} {shlex.quote(args[i + 1])}")
-            i += 2
-        else:
-            lines.append(shlex.quote(args[i]))
-            i += 1
+        j = i + 1
+        while j < len(args) and not args[j].startswith("--"):
+            j += 1
+        lines.append(" ".join(shlex.quote(a) for a in args[i:j]))
+        i = j
     head = torchrun_command(cluster, script=script)
     if _needs_single_connection(layout):
         head = "CUDA_DEVICE_MAX_CONNECTIONS=1 " + head

@@ -245,6 +245,8 @@ def model_fields_from_hf_config(path_or_dict: str | os.PathLike[str] | Mapping[s
         max_position=max_position, seq_len=_pretraining_context(cfg, max_position, r),
         source=_source(cfg, where),
     )
+    if fam.position_embedding == "rope":
+        kwargs.update(_rope(r))
     head_dim = r.optional(("head_dim",))
     if head_dim is None:
         head_dim = fam.head_dim_default
@@ -401,6 +403,17 @@ def _deepseek(r: "_Reader", kwargs: dict[str, Any]) -> None:
     kwargs["dense_layers"] = r.required(("first_k_dense_replace",), allow_zero=True)
     kwargs["moe_layer_freq"] = r.optional(("moe_layer_freq",)) or 1
     kwargs["mtp_layers"] = r.optional(("num_nextn_predict_layers",), allow_zero=True) or 0
+    # Router (DeepseekV3Config scoring_func, topk_method, routed_scaling_factor): V3 scores with a
+    # sigmoid and balances with a learned expert bias ("noaux_tc"); V2 uses softmax ("greedy").
+    score = r.cfg.get("scoring_func", "softmax")
+    if score not in ("softmax", "sigmoid"):
+        raise InputError("hf_config.scoring_func", score, f"'softmax' or 'sigmoid' (model_type '{r.model_type}')",
+                         _where(r.where))
+    kwargs["router_score"] = score
+    kwargs["router_expert_bias"] = r.cfg.get("topk_method") == "noaux_tc"
+    scale = r.cfg.get("routed_scaling_factor")
+    if scale is not None and scale != 1:
+        kwargs["router_topk_scale"] = _positive(r, "routed_scaling_factor", scale)
     # Group-limited routing (DeepseekV3Config n_group / topk_group; DeepSeek-V2: device-limited)
     groups = r.optional(("n_group",))
     if groups and groups > 1:
@@ -444,6 +457,37 @@ def _qwen3_moe(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
 
 
 # --- helpers ---------------------------------------------------------------------------------------
+
+_ROPE_SCALING = {k: k for k in ("llama3", "yarn", "linear", "dynamic", "longrope")}
+"""HF rope_scaling.rope_type (older configs: "type") -> Model.rope_scaling (transformers
+modeling_rope_utils.ROPE_INIT_FUNCTIONS names them); which framework can express each is the audit's
+(megatron.rope-scaling-kind), not the reader's."""
+
+
+def _positive(r: "_Reader", key: str, v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0 or v != v:
+        raise InputError(f"hf_config.{key}", v, f"a positive number (model_type '{r.model_type}')", _where(r.where))
+    return float(v)
+
+
+def _rope(r: "_Reader") -> dict[str, Any]:
+    """rope_theta and rope_scaling: the RoPE base and frequency scaling the launch configs write."""
+    out: dict[str, Any] = {}
+    if r.cfg.get("rope_theta") is not None:
+        out["rope_theta"] = _positive(r, "rope_theta", r.cfg["rope_theta"])
+    scaling = r.cfg.get("rope_scaling")
+    if not isinstance(scaling, Mapping):
+        return out
+    kind = scaling.get("rope_type", scaling.get("type"))
+    if kind in (None, "default"):
+        return out
+    if kind not in _ROPE_SCALING:
+        raise InputError("hf_config.rope_scaling.rope_type", kind, f"one of {sorted(_ROPE_SCALING)} or absent",
+                         _where(r.where))
+    out["rope_scaling"] = _ROPE_SCALING[kind]
+    out["rope_scaling_factor"] = _positive(r, "rope_scaling.factor", scaling.get("factor"))
+    return out
+
 
 def _pretraining_context(cfg: Mapping[str, Any], max_position: int | None, r: "_Reader") -> int | None:
     """The context the model was pretrained at: RoPE scaling's original length when the config

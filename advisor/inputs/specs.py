@@ -236,6 +236,25 @@ class Model(_Frozen):
     attention_sinks: bool = False
     """A learned sink logit per head in each layer's softmax (GPT-OSS; HF `sinks`): heads parameters
     per layer, no GEMM."""
+    router_score: Literal["softmax", "sigmoid"] = "softmax"
+    """How the router scores experts: "softmax" (Mixtral, Qwen3-MoE) or "sigmoid" (DeepSeek-V3, HF
+    scoring_func; Megatron --moe-router-score-function)."""
+    router_expert_bias: bool = False
+    """Aux-loss-free balancing with a learned per-expert bias added to the routing scores (DeepSeek-V3,
+    HF topk_method "noaux_tc"; Megatron --moe-router-enable-expert-bias)."""
+    router_topk_scale: float | None = Field(None, gt=0, le=1000)
+    """Factor applied to the top-k routing weights (DeepSeek-V3: 2.5, HF routed_scaling_factor;
+    Megatron --moe-router-topk-scaling-factor); None: 1."""
+    rope_theta: float | None = Field(None, gt=0, le=1e12)
+    """RoPE base frequency (HF rope_theta; Llama 3: 500000, Mixtral and Qwen2.5: 1000000); None: 10000,
+    the RoFormer paper's and the frameworks' default (Megatron-LM --rotary-base). Unused without RoPE."""
+    rope_scaling: Literal["none", "llama3", "yarn", "linear", "dynamic", "longrope"] = "none"
+    """RoPE frequency scaling of the released model (HF rope_scaling.rope_type): "llama3" is Llama 3.1's
+    (Megatron --use-rope-scaling), "yarn" YaRN (DeepSeek-V3, GPT-OSS; Megatron --rope-type yarn for
+    MLA), "linear" position interpolation (Gemma 3), "dynamic" NTK and "longrope" (Phi-3 128k): the
+    last three have no Megatron-LM flag in the pinned releases (audit rule megatron.rope-scaling-kind)."""
+    rope_scaling_factor: float | None = Field(None, gt=0, le=10_000)
+    """rope_scaling.factor (Llama 3.1: 8, DeepSeek-V3: 40); set exactly when rope_scaling is not "none"."""
     mla: MLA | None = None
     mtp_layers: int = Field(0, ge=0, le=16)
     """Multi-token-prediction modules (DeepSeek-V3: 1); counted in params_with_mtp, not params."""
@@ -273,6 +292,10 @@ class Model(_Frozen):
         if self.router_group_topk is not None and self.router_group_topk > self.router_groups:
             raise InputError("Model.router_group_topk", self.router_group_topk,
                              f"at most router_groups ({self.router_groups})")
+        if (self.rope_scaling == "none") != (self.rope_scaling_factor is None):
+            raise InputError("Model.rope_scaling_factor", self.rope_scaling_factor,
+                             "a factor exactly when rope_scaling is not 'none'" if self.rope_scaling == "none"
+                             else f"the factor of the {self.rope_scaling!r} scaling")
         if self.dense_layers >= self.layers and self.experts > 1:
             raise InputError("Model.dense_layers", self.dense_layers, f"fewer than layers ({self.layers})")
         if self.position_embedding == "learned" and not (self.max_position or self.seq_len):

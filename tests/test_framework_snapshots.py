@@ -1,0 +1,128 @@
+"""The exports against the frameworks' own vocabularies at the pinned releases, without installing
+them: tests/data/frameworks/*.json are the option lists of Megatron-LM's real parser, the field names
+of torchtitan's config dataclasses and DeepSpeed's config keys, written by
+`benchmarks/validate_exports.py --snapshot` (a list of names is data, not code). The project's own key
+tables (MEGATRON_FLAGS, TORCHTITAN_KEYS) are checked against them too, so drift in a framework shows
+here first; refresh the snapshots with that script when a pin moves."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import advisor
+from advisor import Assumptions, Cluster, Layout
+from advisor import export as ex
+
+ROOT = Path(__file__).resolve().parent.parent
+SNAPSHOTS = ROOT / "tests" / "data" / "frameworks"
+SCENARIOS = tomllib.loads((ROOT / "benchmarks" / "validate_exports.toml").read_text())
+
+
+def _snapshot(name: str) -> dict:
+    return json.loads((SNAPSHOTS / f"{name}.json").read_text())
+
+
+def _exported() -> list[tuple]:
+    """(layout, model, training, cluster, assumptions) of every exportable scenario of the validation run,
+    plus its torchtitan twin: the same exports benchmarks/validate_exports.py feeds to the frameworks."""
+    out = []
+    for sc in SCENARIOS["scenario"]:
+        cluster = Cluster(gpu=sc["gpu"], gpus=sc["gpus"])
+        training = {k: v for k, v in (("seq_len", sc.get("seq_len")), ("global_batch_size", sc.get("global_batch")))
+                    if v is not None}
+        if "layout" in sc:
+            res = advisor.audit(cluster, sc["model"], Layout(**sc["layout"]), training, assumptions=sc.get("assume"))
+            layout = res.layout if res.ok else None
+        else:
+            res = advisor.recommend(cluster, sc["model"], training, assumptions=sc.get("assume"))
+            layout = res.layout
+        if layout is None:
+            continue
+        A = res.estimates.assumptions if res.estimates is not None else Assumptions(**sc.get("assume", {}))
+        out.append((layout, res.model, res.training, res.cluster, A))
+        if layout.framework != "torchtitan":
+            twin = advisor.audit(cluster, res.model, layout.model_copy(update={
+                "framework": "torchtitan", "etp": 1 if layout.ep > 1 else None}), res.training)
+            if twin.ok:
+                out.append((twin.layout, res.model, res.training, res.cluster, A))
+    return out
+
+
+EXPORTED = _exported()
+
+
+def test_pins_agree_everywhere():
+    releases = {r["name"]: r for r in SCENARIOS["release"]}
+    for version, commit in ex.MEGATRON_PINS.items():
+        assert releases[f"megatron-{version}"]["commit"] == commit == _snapshot(f"megatron-{version}")["commit"]
+    for version, commit in ex.TORCHTITAN_PINS.items():
+        assert releases[f"torchtitan-{version}"]["commit"] == commit == _snapshot(f"torchtitan-{version}")["commit"]
+    assert _snapshot("deepspeed")["commit"] == SCENARIOS["deepspeed"]["requirement"]
+
+
+@pytest.mark.parametrize("version", list(ex.MEGATRON_PINS))
+def test_megatron_flag_table_against_the_real_parser(version):
+    real = _snapshot(f"megatron-{version}")["flags"]
+    for flag, spec in ex.MEGATRON_FLAGS.items():
+        if version not in spec.versions or not spec.emitted:
+            continue
+        assert flag in real, f"{flag} is not an option of Megatron-LM {version}"
+        if spec.kind == "choice":
+            assert set(spec.choices) <= set(real[flag].get("choices", spec.choices)), (flag, real[flag])
+        if spec.kind in ("store_true", "store_false"):
+            assert real[flag]["action"] == spec.kind.replace("_", ""), (flag, real[flag])
+        if spec.kind in ("int", "float"):
+            assert real[flag].get("type", spec.kind) == spec.kind, (flag, real[flag])
+
+
+@pytest.mark.parametrize("version", list(ex.MEGATRON_PINS))
+def test_every_megatron_export_uses_real_flags_and_choices(version):
+    real = _snapshot(f"megatron-{version}")["flags"]
+    n = 0
+    for layout, model, training, cluster, A in EXPORTED:
+        if layout.framework not in ("megatron", "megatron+deepspeed"):
+            continue
+        args = ex.megatron_args(layout, model, training, cluster, A, version=version)
+        for i, token in enumerate(args):
+            if token.startswith("--"):
+                n += 1
+                assert token in real, f"{token} ({layout.id}) is not an option of Megatron-LM {version}"
+                choices = real[token].get("choices")
+                if choices and i + 1 < len(args):
+                    assert args[i + 1] in choices, (token, args[i + 1], choices)
+    assert n > 100
+
+
+def test_torchtitan_exports_use_real_keys():
+    main = set(_snapshot("torchtitan-main")["keys"])
+    v022 = set(_snapshot("torchtitan-v0.2.2")["keys"])
+    assert set(ex.TORCHTITAN_KEYS) <= v022
+    assert {k for k in ex.TORCHTITAN_MAIN_KEYS if "." in k} <= main
+    titan = [e for e in EXPORTED if e[0].framework == "torchtitan"]
+    assert len(titan) >= 5
+    for layout, model, training, cluster, A in titan:
+        args = ex.torchtitan_args(layout, model, training, cluster, A)
+        assert {a[2:] for a in args if a.startswith("--")} <= main, layout.id
+        assert args[-1].split(":")[0] == "activation-checkpoint"
+        doc = tomllib.loads(ex.torchtitan_toml(layout, model, training, cluster, A))
+        assert {f"{section}.{key}" for section, keys in doc.items() for key in keys} <= v022, layout.id
+
+
+def test_deepspeed_exports_use_real_keys():
+    real = _snapshot("deepspeed")
+    n = 0
+    for layout, model, training, cluster, A in EXPORTED:
+        if layout.framework not in ("deepspeed", "megatron+deepspeed"):
+            continue
+        cfg = ex.deepspeed_config(layout, model, training, cluster, A)
+        n += 1
+        assert set(cfg) <= set(real["keys"]), layout.id
+        zero = cfg["zero_optimization"]
+        assert set(zero) <= set(real["zero_optimization"]), layout.id
+        for section in ("offload_optimizer", "offload_param"):
+            assert set(zero.get(section, {})) <= set(real[section]), (layout.id, section)
+    assert n >= 3
