@@ -27,14 +27,16 @@ from .inputs.precision import RECIPES
 __all__ = ["main", "EXIT_STATUS"]
 
 
-FORMATS = ("text", "json", "megatron", "deepspeed", "torchtitan")
-LAUNCH_FORMATS = ("megatron", "deepspeed", "torchtitan")
+FORMATS = ("text", "json", "megatron", "deepspeed", "torchtitan", "accelerate", "peft")
+LAUNCH_FORMATS = ("megatron", "deepspeed", "torchtitan", "accelerate", "peft")
 
 # --framework-version: the releases each launch format is written for (the first is the default).
 FRAMEWORK_VERSIONS = {
     "megatron": ("main", "core_v0.16.1"),
     "torchtitan": ("main", "v0.2.2"),
     "deepspeed": ("0.19.8",),
+    "accelerate": ("1.15.0",),
+    "peft": ("0.21.2",),
 }
 
 # The launch-config formats each framework runs (tests/test_audit_export_contract.py FORMATS):
@@ -42,9 +44,11 @@ FRAMEWORK_VERSIONS = {
 FRAMEWORK_FORMATS = {
     "megatron": ("megatron",),
     "megatron+deepspeed": ("megatron", "deepspeed"),
-    "deepspeed": ("deepspeed",),
+    "deepspeed": ("deepspeed", "accelerate"),
     "torchtitan": ("torchtitan",),
 }
+# Formats that describe the job rather than one framework's launch (PEFT's LoraConfig arguments).
+ANY_FRAMEWORK_FORMATS = ("peft",)
 
 EXIT_STATUS = {
     0: "success: a layout was recommended, the audit found no error, or a listing was printed",
@@ -219,6 +223,11 @@ def _export(fmt: str, layout, model, training, cluster, assumptions, version: st
     if fmt == "deepspeed":
         return (json.dumps(export.deepspeed_config(layout, model, training, cluster, assumptions), indent=2),
                 export.deepspeed_notes(layout, model, training, cluster, assumptions))
+    if fmt == "accelerate":
+        return (export.accelerate_config(layout, model, training, cluster),
+                ["DeepSpeed's settings are in the JSON of --format deepspeed, saved as ds_config.json beside it"])
+    if fmt == "peft":
+        return export.peft_config(model, training), []
     return (export.torchtitan_config(layout, model, training, cluster, assumptions, version=release),
             export.torchtitan_notes(layout, model, training, cluster, assumptions, version=release))
 
@@ -240,7 +249,7 @@ def _check_format(fmt: str, framework: str) -> None:
     otherwise judge the layout by another framework's limits (a DeepSpeed offload layout "fails"
     as Megatron flags)."""
     runs = FRAMEWORK_FORMATS.get(framework, ())
-    if fmt not in runs:
+    if fmt not in runs and fmt not in ANY_FRAMEWORK_FORMATS:
         from .errors import InputError
 
         raise InputError("--format", fmt, f"a format framework {framework!r} runs: {' or '.join(runs)}",

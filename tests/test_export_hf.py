@@ -80,3 +80,14 @@ def test_the_libraries_accept_both(tmp_path):
     kwargs = json.loads(peft_config(advisor.Model.preset("llama-3-70b"), _lora().training))["lora_config"]
     assert LoraConfig(**kwargs).r == kwargs["r"]
     assert set(kwargs) <= {f.name for f in dataclasses.fields(LoraConfig)}
+
+
+def test_cli_writes_each_config_alone_on_stdout(capsys):
+    from advisor.cli import main
+    assert main(["recommend", "--gpu", "H100-SXM-80GB", "--gpus", "8", "--model", "llama-3-70b", "--task", "lora",
+                 "--format", "peft"]) == 0
+    assert json.loads(capsys.readouterr().out)["lora_config"]["r"] == 16
+    assert main(["recommend", "--gpu", "A100-80GB", "--gpus", "8", "--model", "llama-2-7b", "--format", "accelerate"]) == 0
+    assert "distributed_type: DEEPSPEED" in capsys.readouterr().out
+    assert main(["recommend", "--gpu", "H100-SXM-80GB", "--gpus", "8", "--model", "llama-3-8b", "--format", "peft"]) == 2
+    assert "Training.task" in capsys.readouterr().err

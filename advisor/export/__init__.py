@@ -16,6 +16,7 @@ ep, etp, vpp become Megatron's `*-model-parallel-size`, DeepSpeed's batch triple
 read from.
 """
 
+from .hf import accelerate_config, peft_config
 from .deepspeed import DEEPSPEED_KEYS, NVME_PATH_PLACEHOLDER, deepspeed_config, deepspeed_notes
 from .megatron import (MEGATRON_ARGUMENTS_SOURCE, MEGATRON_FLAGS, MEGATRON_PINS, MegatronFlag, megatron_args,
                        megatron_command, megatron_notes)
@@ -24,6 +25,8 @@ from .torchtitan import (TORCHTITAN_KEYS, TORCHTITAN_MAIN_KEYS, TORCHTITAN_PINS,
                          torchtitan_notes, torchtitan_toml)
 
 __all__ = [
+    "accelerate_config",
+    "peft_config",
     "MegatronFlag",
     "MEGATRON_FLAGS",
     "MEGATRON_ARGUMENTS_SOURCE",

@@ -35,9 +35,10 @@ LORA_KEYS = ("r", "lora_alpha", "target_modules", "bias", "task_type")
 BNB_KEYS = ("load_in_4bit", "bnb_4bit_quant_type", "bnb_4bit_use_double_quant", "bnb_4bit_compute_dtype")
 
 
-def accelerate_config(layout: Layout, model: Model, training: Training, cluster: Cluster,
+def accelerate_config(layout: Layout, model: Model, training: Training, cluster: Cluster, assumptions=None,
                       deepspeed_json: str = "ds_config.json") -> str:
-    """accelerate's YAML config for a DeepSpeed layout (the `--format deepspeed` JSON beside it)."""
+    """accelerate's YAML config for a DeepSpeed layout (the `--format deepspeed` JSON beside it).
+    `assumptions` is accepted like the other exporters' and unused: the JSON carries the settings."""
     if layout.framework != "deepspeed":
         raise InputError("Layout.framework", layout.framework, "'deepspeed' for an accelerate config",
                          "accelerate launches the DeepSpeed layouts here; export the others with their own format")
