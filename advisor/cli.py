@@ -181,6 +181,9 @@ def _parser() -> argparse.ArgumentParser:
         listing = sub.add_parser(name, help=text)
         listing.add_argument("--json", action="store_true")
         _debug_arg(listing)
+    comp = sub.add_parser("completion", help='print a shell completion script: eval "$(advisor completion bash)"')
+    comp.add_argument("shell", choices=["bash", "zsh"])
+    _debug_arg(comp)
     return p
 
 
@@ -607,8 +610,17 @@ def _main(argv: list[str]) -> int:
     if args.command == "explain":
         args.explain = "full"
     handler = {"recommend": _recommend, "explain": _recommend, "audit": _audit, "presets": _presets,
-               "rules": _rules, "facts": _facts}[args.command]
+               "rules": _rules, "facts": _facts, "completion": _completion}[args.command]
     return handler(args)
+
+
+def _completion(args) -> int:
+    from .completion import completion_script
+    from .inputs import presets
+
+    names = {"--gpu": presets.gpu_names(), "--model": presets.model_names()}
+    _emit(completion_script(_parser(), args.shell, names).rstrip("\n"))
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover
