@@ -390,6 +390,21 @@ def setting_pairs(rows) -> list[tuple]:
     return out
 
 
+# Issue 16's small-problem target: dense models up to this size (parameters) within 20%.
+SMALL_DENSE_PARAMS = 8e9
+
+
+def print_small(rows) -> None:
+    """The small dense models of the dev files (issue 16: "within 20%"), one line each."""
+    small = [r for r in rows if r["kind"] == "dense" and r["rec"].model.params <= SMALL_DENSE_PARAMS and r["use"]]
+    ok = sum(abs(r["ratio"] - 1) <= 0.20 for r in small)
+    print(f"small dense models (<= {SMALL_DENSE_PARAMS / 1e9:g}B parameters): {ok}/{len(small)} within 20%")
+    for r in sorted(small, key=lambda r: r["rec"].model.params):
+        rec = r["rec"]
+        print(f"  {rec.id[:52]:<52} {rec.model.params / 1e9:5.1f}B {rec.cluster.gpus:>4} x {rec.cluster.gpu.name[:13]:<13} "
+              f"{layout_label(rec.layout):<22} ratio {r['ratio']:.3f}")
+
+
 def print_pairs(rows) -> None:
     pairs = setting_pairs(rows)
     print(f"setting pairs (same model, cluster, layout, batch, precision; only stated settings differ): {len(pairs)}")
@@ -465,6 +480,8 @@ def main(argv: list[str]) -> int:
     print_summary(unique(new) + unique(old_scored), "both files")
     print()
     print_targets(unique(new), unique(old_scored))
+    print()
+    print_small(unique(new) + unique(old_scored))
     print()
     print_pairs(unique(new))
     return 0
