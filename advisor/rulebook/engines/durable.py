@@ -206,6 +206,7 @@ class _Plan:
     rule_ids: tuple[str, ...]  # durable rule "r<i>" -> rule_ids[i]
     definition: dict  # {"r0": {...}, ..., SINK_RULE: {...}} without "run"
     kinds: dict  # field -> type class, for check_fact
+    tested: tuple  # ((group, (names...)), ...): the fact fields the conditions read, all durable is sent
 
 
 def _plan(name: str, rules: tuple[CompiledRule, ...], kinds: dict) -> _Plan:
@@ -217,7 +218,12 @@ def _plan(name: str, rules: tuple[CompiledRule, ...], kinds: dict) -> _Plan:
         f"r{i}": {"all": [{"m": translate_condition(r.condition)}], "pri": r.pri} for i, r in enumerate(rules)
     }
     definition[SINK_RULE] = {"all": [{"m": {"kind": FACT_KIND}}], "pri": SINK_PRI}
-    return _Plan(name, hashed, tuple(r.id for r in rules), definition, kinds)
+    groups: dict[str, list[str]] = {}
+    for field in kinds:
+        group, _, key = field.partition(".")
+        groups.setdefault(group, []).append(key)
+    tested = tuple((group, tuple(keys)) for group, keys in groups.items())
+    return _Plan(name, hashed, tuple(r.id for r in rules), definition, kinds, tested)
 
 
 # --------------------------------------------------------------------------------------------
@@ -416,7 +422,13 @@ class DurableEngine:
             sid = _new_sid()
             trace = _Trace(self.max_firings)
             proc.traces[sid] = trace
-            doc = {"kind": FACT_KIND, "id": sid, "sid": sid, **norm}  # explicit unique id (§2.4, #376)
+            # explicit unique id (§2.4, #376); only the fields the conditions test (check_fact has
+            # checked each is there): the actions record rule ids only, and durable's JSON round
+            # trip of an audit's few hundred facts was most of the audit's time
+            doc = {"kind": FACT_KIND, "id": sid, "sid": sid}
+            for group, keys in plan.tested:
+                values = norm[group]
+                doc[group] = {key: values[key] for key in keys}
             try:
                 fired = self._assert(proc, plan, doc, trace)
             except BaseException:
