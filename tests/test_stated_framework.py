@@ -177,3 +177,14 @@ def test_cli_audit_framework_keeps_its_layout_meaning():
     code, _, _ = _cli(["audit", "--model", "llama-3-8b", "--gpu", "H100", "--gpus", "8", "--framework", "deepspeed",
                        "--zero", "3"])
     assert code == 0
+
+
+def test_nemo_fused_adam_bytes_are_not_an_error_when_nemo_is_stated():
+    """megatron.optimizer-state-bytes v2: bf16 Adam states (NeMo 1.x's distributed fused Adam) cannot be
+    written as a Megatron-LM launch line, but they are what a stated NeMo job runs."""
+    layout = advisor.Layout(framework="megatron", tp=1, pp=1, dp=8, zero_stage=1)
+    nemo_adam = {"megatron_optimizer_bytes": 4.0}
+    plain = advisor.audit(H100x8, "llama-3-8b", layout, Training(seq_len=4096), assumptions=nemo_adam)
+    nemo = advisor.audit(H100x8, "llama-3-8b", layout, Training(seq_len=4096, framework="nemo"), assumptions=nemo_adam)
+    assert "megatron.optimizer-state-bytes" in {f.rule_id for f in plain.findings if f.severity == "error"}
+    assert "megatron.optimizer-state-bytes" not in {f.rule_id for f in nemo.findings}
