@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from .errors import AdvisorError
 from .inputs.precision import RECIPES
+from .inputs.stacks import STACKS
 
 __all__ = ["main", "EXIT_STATUS"]
 
@@ -80,6 +81,14 @@ def _finetune_fields(args) -> dict:
     return fields
 
 
+def _stack_args(r: argparse.ArgumentParser) -> None:
+    """Training.framework: the stack the team runs (recommend, explain). audit's --framework is the
+    layout's framework (Layout.framework) instead, the one the audited layout runs on."""
+    r.add_argument("--framework", choices=list(STACKS), metavar="NAME",
+                   help="the training stack you run, which the rules (rules/stated-framework.toml) turn into the "
+                        f"layouts allowed: {', '.join(STACKS)} (default: the advisor chooses, and says so)")
+
+
 def _situation_args(r: argparse.ArgumentParser) -> None:
     model = r.add_mutually_exclusive_group(required=True)
     model.add_argument("--model", help="model preset name, e.g. llama-3-70b (see `advisor presets`)")
@@ -101,7 +110,9 @@ def _situation_args(r: argparse.ArgumentParser) -> None:
                         "megatron_main_grad_bytes=2 or tp_comm_overlap=true; repeatable")
     r.add_argument("--json", action="store_true", help="same as --format json")
     r.add_argument("--framework-version", metavar="RELEASE",
-                   help="the framework release the launch config is written for: "
+                   help="the release of the framework you run. With --framework (recommend, explain) it is "
+                        "also Training.framework_version, a fact the rules read. A launch config (--format) is "
+                        "written for it, which needs one of: "
                         + "; ".join(f"{fmt} {' or '.join(v)} (default {v[0]})" for fmt, v in FRAMEWORK_VERSIONS.items()))
     r.add_argument("--format", choices=FORMATS, default="text",
                    help="text, JSON, or a launch config for Megatron-LM, DeepSpeed or torchtitan. "
@@ -148,19 +159,22 @@ def _parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("recommend", help="recommend a layout for a model on a cluster", **_with_exit_status)
     _situation_args(r)
+    _stack_args(r)
     r.add_argument("--micro-batch", type=int, help="sequences per GPU per forward pass (default: 1)")
     r.add_argument("--explain", choices=["summary", "full"], default="summary", help="detail of the text output")
 
     e = sub.add_parser("explain", help="recommend, and tell the whole decision: story, trace, why rules did not fire",
                        **_with_exit_status)
     _situation_args(e)
+    _stack_args(e)
     e.add_argument("--micro-batch", type=int, help="sequences per GPU per forward pass (default: chosen)")
 
     a = sub.add_parser("audit", help="check a layout: what the frameworks refuse, what is unwise, and why",
                        **_with_exit_status)
     _situation_args(a)
     a.add_argument("--framework", choices=["megatron", "deepspeed", "megatron+deepspeed", "torchtitan"],
-                   default="megatron")
+                   default="megatron", help="the framework the audited layout runs on (Layout.framework; "
+                                            "recommend's --framework names a training stack instead)")
     for dim in ("tp", "pp", "cp", "ep", "etp", "vpp"):
         a.add_argument(f"--{dim}", type=int, help=f"{dim} degree (default 1{', tp' if dim == 'etp' else ''})")
     a.add_argument("--dp", type=int, help="data-parallel degree (default: gpus / (tp*pp*cp))")
@@ -200,6 +214,10 @@ def _situation(args):
                        ("micro_batch_size", getattr(args, "micro_batch", None) if args.command != "audit" else None)):
         if value is not None:
             training[key] = value
+    if args.command != "audit" and args.framework is not None:     # the stated stack (audit's is the layout's)
+        training["framework"] = args.framework
+        if args.framework_version is not None:
+            training["framework_version"] = args.framework_version
     model = Model.from_hf_config(args.hf_config) if args.hf_config else Model.preset(args.model)
     return Cluster(**cluster), model, Training(**training)
 

@@ -25,9 +25,11 @@ from .inputs.precision import recipe
 from .inputs.specs import Cluster, Model, Training
 
 __all__ = ["FactSpec", "CATALOGUE", "LAYOUT_GROUPS", "build_facts", "build_layout_facts", "zero_only_fits",
-           "state_bytes_per_param", "torchtitan_layers_per_stage", "ZERO_ONLY_MAX_GPUS"]
+           "state_bytes_per_param", "torchtitan_layers_per_stage", "ZERO_ONLY_MAX_GPUS", "UNSTATED"]
 
 GIB = 2**30
+# training.framework / training.framework_version when the user states none (facts are never None)
+UNSTATED = "unstated"
 
 
 def state_bytes_per_param(precision: str) -> float:
@@ -97,6 +99,9 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("training.flash_attention", bool, "FlashAttention-style kernels available"),
     ("training.task", str, "pretrain, sft, lora or qlora (advisor.inputs.finetune)"),
     ("training.frozen_base", bool, "the base weights are frozen: task lora or qlora"),
+    ("training.framework", str, "the training stack the user stated (Training.framework: megatron-core, megatron-bridge, "
+     "nemo, megatron-lm, megatron-deepspeed, deepspeed, hf-trl, hf-accelerate, torchtitan), or 'unstated'"),
+    ("training.framework_version", str, "the stated stack's release as given (Training.framework_version), or 'unstated'"),
     ("sizing.states_gib", float, "model states (weights, grads, Adam) without sharding, GiB; LoRA / QLoRA: "
      "the frozen base's weights plus the adapters' states"),
     ("sizing.full_states_gib", float, "model states if every weight trained (pretrain, full SFT), GiB"),
@@ -259,6 +264,8 @@ def build_facts(cluster: Cluster, model: Model, training: Training) -> dict[str,
             "flash_attention": training.flash_attention,
             "task": training.task,
             "frozen_base": training.frozen_base,
+            "framework": training.framework or UNSTATED,
+            "framework_version": training.framework_version or UNSTATED,
             "gemm_format": recipe(training.precision).gemm,
             "precision_needs": recipe(training.precision).needs or "none",
         },

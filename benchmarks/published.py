@@ -269,6 +269,38 @@ _FRAMEWORK_DEFAULTS = {
 }
 
 
+# The training stack a record's framework string states, as advisor.Training.framework names it (advisor/
+# inputs/stacks.py), with the release the string states (its version or, for the papers' Megatron-LM, the
+# year in parentheses), first match wins. A string that names none of these stacks (metaseq, SageMaker
+# SMP) states no framework the advisor knows: None, and the advisor chooses as for an unstated one.
+_STATED_STACKS = (
+    (r"megatron-bridge", "megatron-bridge"),
+    (r"\bnemo\b", "nemo"),
+    (r"megatron-deepspeed|gpt-neox|deepspeed.*megatron-lm", "megatron-deepspeed"),
+    (r"\btrl\b", "hf-trl"),
+    (r"hugging face trainer|accelerate", "hf-accelerate"),
+    (r"megatron-core", "megatron-core"),
+    (r"^megatron-lm\b", "megatron-lm"),
+    (r"^deepspeed\b", "deepspeed"),
+    (r"^torchtitan\b", "torchtitan"),
+)
+_STATED_VERSION = re.compile(r"(?:nemo|megatron-core|container)[ /]*(r?\d+\.\d+(?:\.\d+)?)|\((\d{4})\)|nemo (\d+\.\d+) container",
+                             re.I)
+
+
+def stated_framework(r: dict) -> tuple[str | None, str | None]:
+    """(Training.framework, Training.framework_version) as the record's training.framework states them;
+    (None, None) where it states none the advisor knows."""
+    text = (r["training"].get("framework") or "").strip()
+    low = text.lower()
+    stack = next((name for pattern, name in _STATED_STACKS if re.search(pattern, low)), None)
+    if stack is None:
+        return None, None
+    m = _STATED_VERSION.search(text)
+    version = next((g for g in m.groups() if g), None) if m else None
+    return stack, version
+
+
 def _framework_kind(r: dict) -> str:
     fw = (r["training"].get("framework") or "").lower()
     fsdp = r["layout"].get("fsdp")
@@ -528,8 +560,9 @@ def _build(r: dict) -> PublishedRecord:
         framework = "deepspeed"
         A.append("fp16 FSDP audited as DeepSpeed ZeRO-3 (torchtitan, the FSDP stand-in, has no fp16)")
     rec.cluster, rec.model = cluster, model
+    stack, stack_version = stated_framework(r)
     rec.training = Training(seq_len=seq, global_batch_size=gbs, micro_batch_size=mbs, precision=precision,
-                            flash_attention=D["flash"], **ft)
+                            flash_attention=D["flash"], framework=stack, framework_version=stack_version, **ft)
     rec.layout = Layout(framework=framework, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, etp=etp, vpp=vpp, sp=sp,
                         zero_stage=zero, micro_batch_size=mbs, num_microbatches=n_mb, recompute=rc, offload=off)
     return rec

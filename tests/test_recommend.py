@@ -214,35 +214,40 @@ def test_assumptions_describe_the_framework_and_reach_every_estimate():
         advisor.recommend(*args, assumptions={"megatron_main_grad_byte": 2.0})
 
 
-def test_era_site_rules_of_the_planner_benchmark_bind():
-    """benchmarks/era/: a site rule for Megatron-LM before its distributed optimizer. Without optimizer
-    sharding GPT-3 175B needs many more pipeline stages (NVIDIA ran it as TP8 PP16 on 1,024 A100s)."""
+def test_megatron_lm_release_without_distributed_optimizer_needs_more_stages():
+    """Training(framework="megatron-lm", framework_version="2021"): rule
+    stack.megatron-lm-before-distributed-optimizer. Without optimizer sharding GPT-3 175B needs many more
+    pipeline stages (NVIDIA ran it as TP8 PP16 on 1,024 A100s); the benchmark's site rule
+    (benchmarks/era/) says the same for records that state no release."""
     from pathlib import Path
     era = Path(__file__).resolve().parents[1] / "benchmarks" / "era"
-    args = (Cluster(gpu="A100-80GB", gpus=1024), "gpt-3-175b", Training(seq_len=2048, global_batch_size=1536))
-    modern = advisor.recommend(*args)
-    legacy = advisor.recommend(*args, rules=(era / "megatron-before-distributed-optimizer.toml",))
-    assert "era.megatron-no-distributed-optimizer" in legacy.trace.fired()
+    cluster = Cluster(gpu="A100-80GB", gpus=1024)
+    modern = advisor.recommend(cluster, "gpt-3-175b", Training(seq_len=2048, global_batch_size=1536))
+    legacy = advisor.recommend(cluster, "gpt-3-175b", Training(seq_len=2048, global_batch_size=1536,
+                                                               framework="megatron-lm", framework_version="2021"))
+    assert "stack.megatron-lm-before-distributed-optimizer" in legacy.trace.fired()
     assert modern.layout.zero_stage == 1 and legacy.layout.zero_stage == 0
     assert legacy.layout.pp >= 2 * modern.layout.pp
+    site = advisor.recommend(cluster, "gpt-3-175b", Training(seq_len=2048, global_batch_size=1536),
+                             rules=(era / "megatron-before-distributed-optimizer.toml",))
+    assert "era.megatron-no-distributed-optimizer" in site.trace.fired() and site.layout == legacy.layout
     no_pp = advisor.recommend(Cluster(gpu="V100-32GB", gpus=512), "gpt-3-175b",
-                              Training(seq_len=1024, global_batch_size=512),
-                              rules=tuple(sorted(era.glob("*.toml"))))
+                              Training(seq_len=1024, global_batch_size=512, framework="megatron-lm",
+                                       framework_version="2019"))
+    assert "stack.megatron-lm-2019-no-pipeline" in no_pp.trace.fired()
     assert no_pp.layout is None or no_pp.layout.pp == 1
 
 
-def test_hf_stack_site_rule_keeps_sharded_data_parallelism():
-    """benchmarks/era/hf-trl-sharded-data-parallel-only.toml: the alignment-handbook's Zephyr 141B
-    (Mixtral 8x22B) ORPO run on 32 H100s used FSDP alone. Unconstrained, the cost model moves that
-    job to Megatron TP x PP x EP (ZeRO-3's per-layer gathers of 141B parameters are slow); under the
-    rule only ZeRO/FSDP layouts remain, and one of them fits."""
-    from pathlib import Path
-    rule = Path(__file__).resolve().parents[1] / "benchmarks" / "era" / "hf-trl-sharded-data-parallel-only.toml"
-    args = (Cluster(gpu="H100-SXM-80GB", gpus=32), "mixtral-8x22b", Training(seq_len=2048, global_batch_size=32))
-    free = advisor.recommend(*args)
+def test_hf_stack_keeps_sharded_data_parallelism():
+    """Training(framework="hf-trl"): the alignment-handbook's Zephyr 141B (Mixtral 8x22B) ORPO run on
+    32 H100s used FSDP alone. Unconstrained, the cost model moves that job to Megatron TP x PP x EP
+    (ZeRO-3's per-layer gathers of 141B parameters are slow); with the stack stated only ZeRO/FSDP
+    layouts remain, and one of them fits."""
+    args = (Cluster(gpu="H100-SXM-80GB", gpus=32), "mixtral-8x22b")
+    free = advisor.recommend(*args, Training(seq_len=2048, global_batch_size=32))
     assert free.framework == "megatron" and free.layout.tp * free.layout.pp * free.layout.ep > 1
-    hf = advisor.recommend(*args, rules=(rule,))
-    assert "era.hf-trl-sharded-data-parallel-only" in hf.trace.fired()
+    hf = advisor.recommend(*args, Training(seq_len=2048, global_batch_size=32, framework="hf-trl"))
+    assert "stack.hf-trl-sharded-data-parallel-only" in hf.trace.fired()
     assert hf.framework == "deepspeed" and hf.layout.zero_stage == 3
     assert (hf.layout.tp, hf.layout.pp, hf.layout.cp, hf.layout.ep) == (1, 1, 1, 1)
     assert all((a.layout.tp, a.layout.pp, a.layout.cp, a.layout.ep) == (1, 1, 1, 1) for a in hf.alternatives)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..errors import InputError
 from . import presets
@@ -19,6 +19,7 @@ from .bounds import MAX_DIM, MAX_EXPERTS, MAX_GPUS, MAX_LAYERS, MAX_PARAMS
 from .hf import model_fields_from_hf_config
 from .precision import Precision
 from .screen import screen
+from .stacks import check_stack, check_stack_version
 from .units import to_bytes, to_bytes_per_second, to_count, to_flops_per_second, to_tokens
 
 __all__ = ["GPU", "Cluster", "MLA", "Model", "Training", "Precision", "resolve_training"]
@@ -366,10 +367,24 @@ class Training(_Frozen):
     """Adapter scale numerator (output scaled by alpha / r); None: 2 x rank. No effect on cost."""
     lora_targets: tuple[LoraTarget, ...] | None = None
     """Linears that get an adapter: "qkv", "proj", "fc1", "fc2"; None: all four."""
+    framework: str | None = None
+    """The training stack the team runs, as teams name it (advisor.inputs.stacks.STACKS): "megatron-core",
+    "megatron-bridge", "nemo", "megatron-lm", "megatron-deepspeed", "deepspeed", "hf-trl", "hf-accelerate",
+    "torchtitan". rules/stated-framework.toml turns it into the layouts the planner may use. None: the
+    advisor chooses the framework freely (and the trace says so)."""
+    framework_version: str | None = None
+    """The stated stack's release, e.g. "core_v0.16.1", "24.07", "0.16.1" (a fact the rules may read);
+    only with `framework`."""
+
+    @field_validator("framework", mode="before")
+    @classmethod
+    def _check_stack(cls, value: object) -> object:
+        return check_stack(value)
 
     @model_validator(mode="after")
     def _check_finetune(self) -> "Training":
         check_finetune(self.task, self.lora_rank, self.lora_alpha, self.lora_targets)
+        check_stack_version(self.framework_version, self.framework)
         return self
 
     @property

@@ -18,7 +18,7 @@ from ..rulebook.actions import Decisions
 from ..costmodel import Assumptions
 from ..inputs.specs import Cluster, Model, Training
 from .candidates import PlanResult
-from .families import other_family, widen_to_megatron
+from .families import family_framework, family_refused, other_family, widen_to_megatron
 from .events import PlanEvent
 from .messages import need_and_capacity, needs, offload_basis
 from .search import Search
@@ -38,6 +38,18 @@ def plan(cluster: Cluster, model: Model, training: Training, decisions: Decision
     result = PlanResult(None, None, framework)
     if not decisions.strategy:
         result.events.append(PlanEvent("note", "no rule chose a strategy: model-parallel"))
+    if not decisions.allows(framework):
+        # the rules chose a framework their own allow_frameworks excludes: the family runs on an allowed one
+        family = "zero-dp" if strategy == "zero-dp" else "model-parallel"
+        moved = family_framework(family, framework, decisions)
+        refused = family_refused(family, moved, decisions)
+        if refused:
+            result.events.append(PlanEvent("reject", refused, family, rule_id=decisions.frameworks[1]))
+            return result
+        result.events.append(PlanEvent("note", f"framework {framework} is not among those rule "
+                                               f"{decisions.frameworks[1]} allows: family {family} runs on {moved}",
+                                       rule_id=decisions.frameworks[1]))
+        framework = result.framework = moved
     args = (cluster, model, training, policy, strategy, framework, result, check_fn)
     chosen, closest = Search(*args, allow_offload=False, keep_ranking=keep_ranking, assumptions=assumptions).run()
     if chosen is None and strategy == "zero-dp":

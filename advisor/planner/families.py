@@ -6,6 +6,7 @@ a Policy of its own (space.Policy) and says so in the trace; the rules' Decision
 from __future__ import annotations
 
 from ..inputs.specs import Cluster, Model, Training
+from ..rulebook.actions import Decisions
 from .candidates import Alternative, Closest, PlanResult
 from .events import PlanEvent
 from .messages import need_and_capacity, needs
@@ -23,11 +24,42 @@ def megatron_policy(policy: Policy) -> Policy:
 # unless the rules chose Megatron-DeepSpeed, which runs both (its DeepSpeed engine shards with ZeRO,
 # its Megatron model code splits with TP and PP).
 FAMILY_FRAMEWORKS = {"zero-dp": "deepspeed", "model-parallel": "megatron"}
-FRAMEWORK_NAMES = {"megatron": "Megatron-LM", "megatron+deepspeed": "Megatron-DeepSpeed"}
+# Where the rules allow only some frameworks (allow_frameworks: a stated training stack), a family
+# runs on the first allowed one that can run it, after the family's own framework and the chosen one:
+# sharded data parallelism is also torchtitan's FSDP2 and Megatron-LM's distributed optimizer or
+# Megatron-FSDP; TP x PP is also Megatron-DeepSpeed, torchtitan, and DeepSpeed's pipeline engine.
+FAMILY_FALLBACKS = {"zero-dp": ("torchtitan", "megatron", "megatron+deepspeed"),
+                    "model-parallel": ("megatron+deepspeed", "torchtitan", "deepspeed")}
+FRAMEWORK_NAMES = {"megatron": "Megatron-LM", "megatron+deepspeed": "Megatron-DeepSpeed", "deepspeed": "DeepSpeed",
+                   "torchtitan": "torchtitan"}
 
 
-def family_framework(family: str, chosen: str) -> str:
-    return chosen if chosen == "megatron+deepspeed" else FAMILY_FRAMEWORKS[family]
+def family_framework(family: str, chosen: str, decisions: Decisions | None = None) -> str | None:
+    """The framework `family` runs on; None when the rules' allow_frameworks leave none that runs it."""
+    options = ((chosen,) if chosen == "megatron+deepspeed" else ()) + (FAMILY_FRAMEWORKS[family], chosen) \
+        + FAMILY_FALLBACKS[family]
+    return next((f for f in options if decisions is None or decisions.allows(f)), None)
+
+
+def family_refused(family: str, framework: str | None, decisions: Decisions) -> str | None:
+    """Why the rules leave `family` nothing to search (a trace message), or None: no allowed framework
+    runs it, or (model-parallel) the rules' limits keep both tp and pp at 1."""
+    if framework is None:
+        allowed, rule = decisions.frameworks
+        return f"family {family} not searched: rule {rule} allows only {', '.join(allowed)}, none of which runs it"
+    if family == "model-parallel" and decisions.upper("tp") == 1 and decisions.upper("pp") == 1:
+        tp_rule, pp_rule = decisions.max["tp"].rule_id, decisions.max["pp"].rule_id
+        by = f"rule {tp_rule} (tp <= 1, pp <= 1)" if tp_rule == pp_rule else \
+            f"rules {tp_rule} (tp <= 1) and {pp_rule} (pp <= 1)"
+        return f"family {family} not searched: {by} leaves it no tensor or pipeline parallelism"
+    return None
+
+
+def refusing_rule(decisions: Decisions, framework: str | None) -> str | None:
+    """The rule named by family_refused's message: the allow_frameworks rule, else the tp limit's."""
+    if framework is None and decisions.frameworks:
+        return decisions.frameworks[1]
+    return decisions.max["tp"].rule_id if "tp" in decisions.max else None
 
 
 def other_family(cluster: Cluster, model: Model, training: Training, policy: Policy, strategy: str,
@@ -40,13 +72,18 @@ def other_family(cluster: Cluster, model: Model, training: Training, policy: Pol
     from the model outgrowing a node, where ZeRO-3's per-layer gathers over the whole cluster are
     modelled optimistically (bucketed calls, no per-module latency). Otherwise the other family's
     best joins the alternatives with the rule that preferred the chosen family."""
-    if strategy == "zero-dp":
-        family, framework = "model-parallel", family_framework("model-parallel", result.framework)
+    decisions = policy.decisions
+    family = "model-parallel" if strategy == "zero-dp" else "zero-dp"
+    framework = family_framework(family, result.framework, decisions)
+    refused = family_refused(family, framework, decisions)
+    if refused:
+        result.events.append(PlanEvent("note", refused, family, rule_id=refusing_rule(decisions, framework)))
+        return
+    if family == "model-parallel":
         # TP before PP, the model-parallel family's preference, unless the MoE one applies
-        other = megatron_policy(policy)._replace(
+        other = (megatron_policy(policy) if framework.startswith("megatron") else policy)._replace(
             tie_order="ep_over_tp" if policy.tie_order == "ep_over_tp" else "tp_before_pp")
     else:
-        family, framework = "zero-dp", family_framework("zero-dp", result.framework)
         other = policy._replace(zero_stages=(1, 2, 3))
     side = PlanResult(None, None, framework)
     chosen, _ = Search(cluster, model, training, other, family, framework, side, check_fn, allow_offload=False,
@@ -111,12 +148,19 @@ def widen_to_megatron(cluster: Cluster, model: Model, training: Training, policy
                f"data-parallel ranks on {cluster.gpus} GPUs (DeepSpeed's batch identity), within the rules' limits")
     result.events.append(PlanEvent("reject", f"family zero-dp: {why}", "zero-dp", rule_id=refused_by, have=have,
                                    want=want))
+    framework = family_framework("model-parallel", result.framework, policy.decisions)
+    refused = family_refused("model-parallel", framework, policy.decisions)
+    if refused:                          # the stated stack has no model parallelism to widen to
+        result.events.append(PlanEvent("note", refused, "model-parallel",
+                                        rule_id=refusing_rule(policy.decisions, framework)))
+        return None, closest
     result.blocked_by = None
-    framework = result.framework = family_framework("model-parallel", result.framework)
+    result.framework = framework
     strategy_rule = policy.decisions.strategy[1] if policy.decisions.strategy else None   # set aside here
     result.events.append(PlanEvent("note", f"widening to model-parallel with {FRAMEWORK_NAMES[framework]} (TP inside "
                                            "the NVLink domain, then PP)", rule_id=strategy_rule))
-    return Search(cluster, model, training, megatron_policy(policy), "model-parallel", framework, result, check_fn,
+    widened = megatron_policy(policy) if framework.startswith("megatron") else policy
+    return Search(cluster, model, training, widened, "model-parallel", framework, result, check_fn,
                   allow_offload=False, keep_ranking=keep_ranking, assumptions=assumptions).run()
 
 

@@ -14,7 +14,8 @@ from ..rulebook.actions import Effect
 __all__ = ["effect_text", "estimate_lines", "named_layout", "pipeline_line", "recommendation_text", "story"]
 
 _BAR = 40
-_CHOICE_WORDS = {"framework": "framework", "zero_stages": "ZeRO stages allowed", "strategy": "strategy"}
+_CHOICE_WORDS = {"framework": "framework", "zero_stages": "ZeRO stages allowed", "frameworks": "frameworks allowed",
+                 "strategy": "strategy"}
 
 
 def effect_text(effects: list[Effect]) -> str:

@@ -126,6 +126,10 @@ def input_summary(cluster: Cluster, model: Model, training: Training, rules: tup
         "seq_len": training.seq_len, "global_batch_size": training.global_batch_size,
         "precision": training.precision,
     }
+    if training.framework is not None:      # the stated training stack (rules/stated-framework.toml reads it)
+        summary["framework"] = training.framework
+        if training.framework_version is not None:
+            summary["framework_version"] = training.framework_version
     if rules:
         summary["site_rules"] = [str(r) for r in rules]
     if assumptions:

@@ -45,6 +45,14 @@ class AllowZero(_Action):
     stages: list[Annotated[int, Field(ge=0, le=3)]] = Field(min_length=1, description="a list of ZeRO stages, 0-3")
 
 
+class AllowFrameworks(_Action):
+    """Restrict the frameworks the planner's layouts may run on (a stated training stack: the Hugging
+    Face Trainer runs DeepSpeed ZeRO or FSDP, never Megatron-LM): a family none of them runs is not
+    searched. First rule wins, as for use_framework."""
+    action: Literal["allow_frameworks"]
+    frameworks: list[Framework] = Field(min_length=1, description="a list of frameworks (as use_framework names them)")
+
+
 class UseStrategy(_Action):
     """zero-dp: data parallel with ZeRO sharding only (no TP/PP unless memory forces it);
     model-parallel: the smallest TP (inside the NVLink domain) then PP that fits, DP takes the rest."""
@@ -85,7 +93,7 @@ class Note(_Action):
 
 
 Action = Annotated[
-    Union[UseFramework, AllowZero, UseStrategy, Limit, Enable, Checklist, ReportFinding, Note],
+    Union[UseFramework, AllowZero, AllowFrameworks, UseStrategy, Limit, Enable, Checklist, ReportFinding, Note],
     Field(discriminator="action"),
 ]
 
@@ -98,14 +106,14 @@ class Effect(BaseModel):
 
     kind: Literal["choose", "limit", "enable", "checklist", "finding", "note"]
     field: str | None = None
-    """choose: framework, zero_stages or strategy; limit: the dimension; enable: the feature."""
-    value: str | int | list[int] | None = None
+    """choose: framework, zero_stages, frameworks or strategy; limit: the dimension; enable: the feature."""
+    value: str | int | list[int] | list[str] | None = None
     """choose: the value chosen; limit: the bound; finding: the severity."""
     bound: Literal["max", "min"] | None = None
     """limit: which side it bounds."""
     source: str | None = None
     """limit: the fact the bound was read from (e.g. "cluster.nvlink_domain"), when it was not a number."""
-    kept: str | int | list[int] | None = None
+    kept: str | int | list[int] | list[str] | None = None
     """limit: the tighter bound already in force (this one changed nothing); choose: the earlier value
     it agrees with or lost to."""
     overridden_by: str | None = None
@@ -129,6 +137,7 @@ class Decisions:
 
     framework: tuple[str, str] | None = None                 # (framework, rule id)
     zero_stages: tuple[tuple[int, ...], str] | None = None
+    frameworks: tuple[tuple[str, ...], str] | None = None   # the frameworks allowed (allow_frameworks)
     strategy: tuple[str, str] | None = None
     max: dict[str, Bound] = field(default_factory=dict)
     min: dict[str, Bound] = field(default_factory=dict)
@@ -141,6 +150,8 @@ class Decisions:
             return [self._choose("framework", action.framework, rule_id)]
         if isinstance(action, AllowZero):
             return [self._choose("zero_stages", tuple(sorted(set(action.stages))), rule_id)]
+        if isinstance(action, AllowFrameworks):
+            return [self._choose("frameworks", tuple(dict.fromkeys(action.frameworks)), rule_id)]
         if isinstance(action, UseStrategy):
             return [self._choose("strategy", action.strategy, rule_id)]
         if isinstance(action, Limit):
@@ -176,6 +187,10 @@ class Decisions:
             bounds[dimension] = Bound(value, rule_id)
         return Effect(kind="limit", field=dimension, value=value, bound=side,
                       source=raw if isinstance(raw, str) else None, kept=None if tighter else current.value)
+
+    def allows(self, framework: str) -> bool:
+        """The rules allow layouts on `framework` (no allow_frameworks rule fired: every framework)."""
+        return self.frameworks is None or framework in self.frameworks[0]
 
     def upper(self, dimension: str) -> int | None:
         b = self.max.get(dimension)
