@@ -163,6 +163,9 @@ def _static(cluster, model, training) -> tuple:
     if training.global_batch_size is None:
         raise InputError("Training.global_batch_size", None, "a resolved global batch size (sequences)",
                          "estimate needs the global batch; resolve it first")
+    if getattr(model, "hybrid_pattern", None) is not None:
+        raise InputError("Model.hybrid_pattern", model.hybrid_pattern, "None (a stack of attention + MLP layers)",
+                         "the cost model of hybrid Mamba-2 stacks is not in this build yet")
     pc = count_parameters(model)
     h, a = model.hidden, model.heads
     kv = model.kv_heads or a

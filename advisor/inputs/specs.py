@@ -13,7 +13,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from ..errors import InputError
 from . import presets
-from .architecture import count_parameters
+from .architecture import HYBRID_KINDS, count_parameters
 from .finetune import MAX_LORA_RANK, LoraTarget, Task, check_finetune, finetune_defaults
 from .bounds import MAX_DIM, MAX_EXPERTS, MAX_GPUS, MAX_LAYERS, MAX_PARAMS
 from .hf import model_fields_from_hf_config
@@ -256,6 +256,25 @@ class Model(_Frozen):
     rope_scaling_factor: float | None = Field(None, gt=0, le=10_000)
     """rope_scaling.factor (Llama 3.1: 8, DeepSeek-V3: 40); set exactly when rope_scaling is not "none"."""
     mla: MLA | None = None
+    hybrid_pattern: str | None = None
+    """A hybrid stack, one character per layer as Megatron-Core's --hybrid-override-pattern
+    (megatron/core/ssm/mamba_hybrid_layer_allocation.py): "M" a Mamba-2 mixer, "*" self-attention,
+    "-" a dense MLP, "E" an MoE MLP, each with its own pre-norm and residual (Nemotron-H 8B:
+    "M-M-M-M*-..."; HF `hybrid_override_pattern`). Its length is `layers`. None: every layer is
+    attention + MLP."""
+    mamba_heads: int | None = Field(None, ge=1, le=MAX_DIM)
+    """Mamba-2 heads (HF mamba_num_heads, Megatron --mamba-num-heads); d_inner = mamba_heads x
+    mamba_head_dim (= expand x hidden)."""
+    mamba_head_dim: int | None = Field(None, ge=1, le=MAX_DIM)
+    """Channels per Mamba-2 head (HF mamba_head_dim; Megatron --mamba-head-dim, default 64)."""
+    mamba_state: int | None = Field(None, ge=1, le=MAX_DIM)
+    """SSM state size d_state (HF ssm_state_size; Megatron --mamba-state-dim, default 128)."""
+    mamba_groups: int = Field(8, ge=1, le=MAX_DIM)
+    """B/C groups (HF n_groups; Megatron --mamba-num-groups, default 8)."""
+    mamba_conv: int = Field(4, ge=1, le=1024)
+    """Causal depthwise conv1d kernel width d_conv (HF conv_kernel; Megatron-Core MambaMixer d_conv=4)."""
+    mamba_chunk: int = Field(128, ge=1, le=1 << 16)
+    """SSD chunk length Q of the chunked scan (HF chunk_size; Megatron-Core MambaMixer chunk_size=128)."""
     mtp_layers: int = Field(0, ge=0, le=16)
     """Multi-token-prediction modules (DeepSeek-V3: 1); counted in params_with_mtp, not params."""
     seq_len: int | None = Field(None, ge=1, le=1 << 24)
@@ -309,6 +328,7 @@ class Model(_Frozen):
                              "0 unless sliding_window or attention_chunk is set", "it says which layers are not local")
         if self.moe_ffn_hidden is None and self.experts > 1:
             object.__setattr__(self, "moe_ffn_hidden", self.ffn_hidden)
+        self._check_hybrid()
         counted = count_parameters(self).total
         if counted > MAX_PARAMS:
             raise InputError("Model", f"{counted:.3g} parameters", f"at most {MAX_PARAMS:.0e} parameters",
@@ -321,6 +341,48 @@ class Model(_Frozen):
                 "check layers, hidden, ffn_hidden, vocab, kv_heads and experts, or omit params",
             )
         return self
+
+    def _check_hybrid(self) -> None:
+        p = self.hybrid_pattern
+        mamba = (self.mamba_heads, self.mamba_head_dim, self.mamba_state)
+        if p is None:
+            if any(v is not None for v in mamba):
+                raise InputError("Model.hybrid_pattern", None, "a layer pattern when mamba_* fields are set",
+                                 'e.g. "M-M*-" (M Mamba-2, * attention, - MLP, E MoE)')
+            return
+        bad = sorted(set(p) - set(HYBRID_KINDS))
+        if bad:
+            raise InputError("Model.hybrid_pattern", p, "only the characters M, *, - and E",
+                             f"unknown {''.join(bad)!r} (Megatron-Core --hybrid-override-pattern)")
+        if len(p) != self.layers:
+            raise InputError("Model.hybrid_pattern", f"{len(p)} characters", f"one per layer ({self.layers})",
+                             "each character is one layer, as Megatron-Core counts --num-layers")
+        if ("E" in p) != (self.experts > 1):
+            raise InputError("Model.experts", self.experts,
+                             "more than 1 exactly when hybrid_pattern has MoE layers (E)",
+                             f"the pattern has {p.count('E')} E layers")
+        if self.experts > 1 and (self.dense_layers or self.moe_layer_freq != 1):
+            raise InputError("Model.dense_layers", self.dense_layers, "0 (and moe_layer_freq 1) with hybrid_pattern",
+                             "the pattern says which layers are MoE")
+        if self.mla is not None or self.mtp_layers:
+            raise InputError("Model.mla" if self.mla is not None else "Model.mtp_layers",
+                             "set" if self.mla is not None else self.mtp_layers, "unset with hybrid_pattern",
+                             "MLA and MTP modules in a hybrid stack are not modelled")
+        if self.sliding_window is not None or self.attention_chunk is not None:
+            raise InputError("Model.sliding_window", self.sliding_window or self.attention_chunk,
+                             "None with hybrid_pattern", "windowed attention in a hybrid stack is not modelled")
+        if "M" in p:
+            for name, v in zip(("mamba_heads", "mamba_head_dim", "mamba_state"), mamba):
+                if v is None:
+                    raise InputError(f"Model.{name}", None, "a size when hybrid_pattern has Mamba layers (M)")
+            if self.mamba_heads % self.mamba_groups:
+                raise InputError("Model.mamba_groups", self.mamba_groups, f"a divisor of mamba_heads ({self.mamba_heads})",
+                                 f"mamba_heads({self.mamba_heads}) % mamba_groups({self.mamba_groups}) = "
+                                 f"{self.mamba_heads % self.mamba_groups}")
+
+    @property
+    def is_hybrid(self) -> bool:
+        return self.hybrid_pattern is not None
 
     @classmethod
     def preset(cls, name: str) -> "Model":

@@ -1,0 +1,103 @@
+"""Hybrid Mamba-2 / attention stacks (Model.hybrid_pattern): shapes, parameter counts against the
+model cards and the released checkpoints, the HF reader, and refusals."""
+
+from __future__ import annotations
+
+import pytest
+
+import advisor
+from advisor import Model
+from advisor.errors import InputError
+from advisor.inputs.architecture import count_parameters
+
+P8 = "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-"
+
+# nvidia/Nemotron-H-8B-Base-8K config.json: the keys advisor reads (NemotronHConfig names)
+NEMOTRON_H_8B = dict(model_type="nemotron_h", num_hidden_layers=52, hidden_size=4096, num_attention_heads=32,
+                     num_key_value_heads=8, head_dim=128, intermediate_size=21504, vocab_size=131072,
+                     hybrid_override_pattern=P8, mamba_num_heads=128, mamba_head_dim=64, ssm_state_size=128,
+                     n_groups=8, conv_kernel=4, expand=2, chunk_size=128, use_conv_bias=True,
+                     mamba_proj_bias=False, tie_word_embeddings=False, max_position_embeddings=8192,
+                     mlp_hidden_act="relu2", attention_bias=False, mlp_bias=False)
+
+
+def _mamba_by_hand(h, heads, head_dim, state, groups, conv):
+    d_inner, gn = heads * head_dim, groups * state
+    in_proj = h * (2 * d_inner + 2 * gn + heads)      # z, x, B, C, dt
+    conv1d = (d_inner + 2 * gn) * (conv + 1)          # depthwise weight + bias over x, B, C
+    return in_proj + conv1d + 3 * heads + d_inner + d_inner * h   # dt_bias, A_log, D; norm; out_proj
+
+
+def test_counts_by_kind_and_by_hand():
+    m = Model.preset("nemotron-h-8b")
+    pc = count_parameters(m)
+    assert (pc.mamba_layer_count, pc.attention_layer_count, pc.dense_layer_count, pc.moe_layer_count) == (24, 4, 24, 0)
+    assert pc.mamba == _mamba_by_hand(4096, 128, 64, 128, 8, 4)
+    # in_proj is 18,560 x 4,096 as in the checkpoint (backbone.layers.0.mixer.in_proj.weight)
+    assert 2 * 8192 + 2 * 8 * 128 + 128 == 18560
+    attention = 2 * 4096 * 4096 + 2 * 4096 * 1024
+    mlp = 2 * 4096 * 21504
+    by_hand = 24 * (pc.mamba + 4096) + 4 * (attention + 4096) + 24 * (mlp + 4096) + 2 * 131072 * 4096 + 4096
+    assert pc.total == by_hand == m.params
+
+
+def test_nemotron_h_8b_matches_its_checkpoint_and_card():
+    # 8,100,852,736 is the sum of the released checkpoint's tensors; the card says "8B" (+1.3 %)
+    total = Model.preset("nemotron-h-8b").params
+    assert total == 8_100_852_736
+    assert abs(total - 8e9) / 8e9 < 0.013
+
+
+def test_nemotron_h_56b_within_one_percent_of_its_card():
+    m = Model.preset("nemotron-h-56b")
+    pc = count_parameters(m)
+    assert (pc.mamba_layer_count, pc.attention_layer_count, pc.dense_layer_count) == (54, 10, 54)   # card
+    assert abs(m.params - 56e9) / 56e9 < 0.01
+
+
+def test_hf_config_reads_nemotron_h():
+    m = Model.from_hf_config(NEMOTRON_H_8B)
+    preset = Model.preset("nemotron-h-8b")
+    assert m.params == preset.params and m.hybrid_pattern == P8 and m.activation == "gelu"
+    listed = {k: v for k, v in NEMOTRON_H_8B.items() if k != "hybrid_override_pattern"}
+    names = {"M": "mamba", "*": "attention", "-": "mlp"}
+    listed["layers_block_type"] = [names[ch] for ch in P8]
+    assert Model.from_hf_config(listed).params == preset.params
+
+
+def test_hf_nemotron_h_refuses_what_it_does_not_count():
+    with pytest.raises(InputError) as err:
+        Model.from_hf_config({**NEMOTRON_H_8B, "mamba_proj_bias": True})
+    assert err.value.field == "hf_config.mamba_proj_bias"
+    with pytest.raises(InputError) as err:
+        Model.from_hf_config({**NEMOTRON_H_8B, "hybrid_override_pattern": None})
+    assert "hybrid_override_pattern" in str(err.value)
+
+
+def _hybrid(**kw):
+    base = dict(layers=4, hidden=256, heads=4, ffn_hidden=512, vocab=1000, hybrid_pattern="M*-M",
+                mamba_heads=8, mamba_head_dim=64, mamba_state=16, mamba_groups=2)
+    base.update(kw)
+    return Model(**base)
+
+
+@pytest.mark.parametrize("kw, field", [
+    (dict(hybrid_pattern="M*-X"), "Model.hybrid_pattern"),
+    (dict(hybrid_pattern="M*-"), "Model.hybrid_pattern"),
+    (dict(hybrid_pattern="M*-E"), "Model.experts"),
+    (dict(mamba_state=None), "Model.mamba_state"),
+    (dict(mamba_groups=3), "Model.mamba_groups"),
+    (dict(hybrid_pattern=None), "Model.hybrid_pattern"),
+    (dict(sliding_window=128), "Model.sliding_window"),
+])
+def test_invalid_hybrid_shapes_name_the_field(kw, field):
+    with pytest.raises(Exception) as err:
+        _hybrid(**kw)
+    assert field in str(err.value)
+
+
+def test_a_stack_without_mamba_needs_no_mamba_sizes():
+    m = _hybrid(hybrid_pattern="*-*-", mamba_heads=None, mamba_head_dim=None, mamba_state=None)
+    plain = Model(layers=2, hidden=256, heads=4, ffn_hidden=512, vocab=1000, activation="swiglu")
+    # "*-" pairs are attention + MLP layers with one norm each: the same weights as a plain layer
+    assert m.params == plain.params
