@@ -18,7 +18,7 @@ from .costmodel.context import is_shape_error
 from .costmodel.adapters import finetune_state_bytes
 from .costmodel.memory import model_state_bytes_per_param
 from .errors import InputError
-from .inputs.architecture import count_parameters
+from .inputs.architecture import count_parameters, mamba_shape_ok
 from .inputs.layout import Layout
 from .inputs.pipeline import virtual_stage_layers
 from .inputs.precision import recipe
@@ -114,6 +114,7 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("model.rope_scaling", str, "RoPE frequency scaling: none, llama3, yarn, linear, dynamic or longrope"),
     ("model.mla", bool, "multi-head latent attention (DeepSeek-V2/V3)"),
     ("model.mtp_layers", int, "multi-token-prediction modules"),
+    ("model.mamba_layers", int, "Mamba-2 layers of a hybrid stack (Model.hybrid_pattern 'M'); 0 otherwise"),
     # --- scope "layout": the layout under audit, and numbers derived from it -------------------
     ("layout.framework", str, "megatron, deepspeed, megatron+deepspeed or torchtitan"),
     ("layout.tp", int, "tensor-parallel degree"),
@@ -136,6 +137,8 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("check.world_mod_mp", int, "cluster.gpus % (tp * pp * cp)"),
     ("check.heads_mod_tp", int, "heads % tp"),
     ("check.heads_mod_cp", int, "heads % cp (DeepSpeed-Ulysses scatters attention heads over cp)"),
+    ("check.mamba_shape_ok", bool, "tp divides the Mamba-2 heads and groups and cp the heads per TP rank "
+     "(architecture.mamba_shape_ok); true without Mamba layers"),
     ("check.kv_heads_mod_tp", int, "kv_heads % tp"),
     ("check.tp_mod_kv_heads", int, "tp % kv_heads"),
     ("check.layers_mod_pp", int, "layers % pp"),
@@ -250,6 +253,7 @@ def build_facts(cluster: Cluster, model: Model, training: Training) -> dict[str,
             "rope_scaling": model.rope_scaling,
             "mla": model.mla is not None,
             "mtp_layers": model.mtp_layers,
+            "mamba_layers": (model.hybrid_pattern or "").count("M"),
         },
         "training": {
             "seq_len": training.seq_len,
@@ -321,6 +325,8 @@ def build_layout_facts(cluster: Cluster, model: Model, training: Training, layou
         "heads_mod_tp": model.heads % tp,
         "heads_mod_cp": model.heads % cp,
         "kv_heads_mod_tp": model.kv_heads % tp,
+        "mamba_shape_ok": ("M" not in (model.hybrid_pattern or "")
+                           or mamba_shape_ok(model.mamba_heads, model.mamba_groups, tp, cp)),
         "tp_mod_kv_heads": tp % model.kv_heads,
         "layers_mod_pp": model.layers % pp,
         "layers_per_stage": per_stage,

@@ -101,3 +101,96 @@ def test_a_stack_without_mamba_needs_no_mamba_sizes():
     plain = Model(layers=2, hidden=256, heads=4, ffn_hidden=512, vocab=1000, activation="swiglu")
     # "*-" pairs are attention + MLP layers with one norm each: the same weights as a plain layer
     assert m.params == plain.params
+
+
+# ------------------------------------------------------------------------------------------- cost model
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from advisor import Cluster, Layout, Training  # noqa: E402
+from advisor.costmodel.memory import mamba_activations, per_layer_activations  # noqa: E402
+
+H100x8 = Cluster(gpu="H100-SXM-80GB", gpus=8)
+
+
+def _acts(model, training, layout):
+    return advisor.estimate(H100x8, model, layout, training).memory.detail["act_layers"]
+
+
+def _pattern_with(n_attn: int, layers: int = 24) -> str:
+    """layers/2 mixer layers (the first n_attn attention, the rest Mamba), each followed by an MLP."""
+    mixers = "*" * n_attn + "M" * (layers // 2 - n_attn)
+    return "".join(m + "-" for m in mixers)
+
+
+def _small(pattern: str) -> Model:
+    return Model(layers=len(pattern), hidden=1024, heads=8, kv_heads=8, ffn_hidden=4096, vocab=32000,
+                 activation="gelu", hybrid_pattern=pattern, mamba_heads=32, mamba_head_dim=64, mamba_state=128)
+
+
+@settings(max_examples=25, deadline=None)
+@given(n_attn=st.integers(0, 11), tp=st.sampled_from([1, 2, 4, 8]))
+def test_mamba_in_place_of_attention_stores_less_at_long_context(n_attn, tp):
+    # at 32k without FlashAttention the attention scores (5 a s per token) dominate; a Mamba-2 layer
+    # stores O(s) only, so each attention layer replaced by a Mamba layer lowers the activations
+    training = Training(seq_len="32k", global_batch_size=8, flash_attention=False)
+    layout = Layout(tp=tp, pp=1, dp=8 // tp, micro_batch_size=1, zero_stage=1, sp=tp > 1)
+    more_attention = _acts(_small(_pattern_with(n_attn + 1)), training, layout)
+    fewer = _acts(_small(_pattern_with(n_attn)), training, layout)
+    assert fewer < more_attention
+
+
+def test_with_flash_attention_both_kinds_are_linear_in_the_sequence():
+    # with FlashAttention neither kind stores an s x s term: doubling s doubles both (a Mamba-2 mixer
+    # of expand 2 then stores more per token than a GQA attention block, which the estimate says)
+    kw = dict(b=1, h=4096, t=1, lin_bytes=2.0, dropout_masks=False)
+    m32, m64 = (mamba_activations(s, d_inner=8192, gn=1024, nheads=128, **kw) for s in (32768, 65536))
+    a32, a64 = (per_layer_activations(s, a=32, flash=True, wq=4096, wk=1024, wv=1024, wo=4096, mlp=False, **kw)
+                for s in (32768, 65536))
+    assert m64 == 2 * m32 and a64 == 2 * a32 and m32 > a32
+
+
+def test_hybrid_stage_sums_cover_the_whole_model():
+    m = Model.preset("nemotron-h-8b")
+    training = Training(seq_len=8192, global_batch_size=64)
+    one = advisor.estimate(H100x8, m, Layout(tp=1, pp=1, dp=8, micro_batch_size=1, zero_stage=0), training)
+    assert one.memory.detail["params_dense"] == m.params
+    two = advisor.estimate(H100x8, m, Layout(tp=1, pp=2, dp=4, micro_batch_size=1, zero_stage=0), training)
+    assert two.memory.detail["params_dense"] < m.params
+
+
+def test_tp_must_divide_the_mamba_groups():
+    m = _small("M-M-")
+    m3 = m.model_copy(update={"mamba_groups": 4})
+    report = advisor.audit(Cluster(gpu="H100-SXM-80GB", gpus=8), m3,
+                           Layout(tp=8, pp=1, dp=1, micro_batch_size=1, zero_stage=1, sp=True),
+                           Training(seq_len=4096, global_batch_size=8))
+    assert "megatron.mamba-heads-groups" in {f.rule_id for f in report.findings}, report.findings
+
+
+def test_recommend_nemotron_h_8b_on_8_h100_has_a_clean_audit():
+    rec = advisor.recommend(H100x8, "nemotron-h-8b")
+    assert rec.memory.fits
+    report = advisor.audit(H100x8, "nemotron-h-8b", rec.layout, rec.training)
+    assert not [f for f in report.findings if f.severity == "error"], report.findings
+    assert rec.layout.framework in ("megatron", "deepspeed")
+
+
+def test_frameworks_without_mamba_layers_are_refused():
+    t = Training(seq_len=8192, global_batch_size=64)
+    titan = advisor.audit(H100x8, "nemotron-h-8b", Layout(framework="torchtitan", tp=1, pp=1, dp=8,
+                                                         micro_batch_size=1, zero_stage=3), t)
+    assert "torchtitan.no-mamba-layers" in {f.rule_id for f in titan.findings}
+    ds = advisor.audit(H100x8, "nemotron-h-8b", Layout(framework="deepspeed", tp=1, pp=1, dp=4, cp=2,
+                                                      micro_batch_size=1, zero_stage=3), t)
+    assert "deepspeed.mamba-layers-zero-dp-only" in {f.rule_id for f in ds.findings}
+    mg = advisor.audit(H100x8, "nemotron-h-8b", Layout(framework="megatron", tp=2, pp=1, dp=2, cp=2,
+                                                      micro_batch_size=1, zero_stage=1, sp=True), t)
+    assert not [f for f in mg.findings if f.severity == "error"], mg.findings
+
+
+def test_lora_on_a_hybrid_model_is_refused():
+    with pytest.raises(InputError) as err:
+        advisor.estimate(H100x8, "nemotron-h-8b", Layout(tp=1, pp=1, dp=8, micro_batch_size=1, zero_stage=1),
+                         Training(seq_len=4096, global_batch_size=8, task="lora"))
+    assert err.value.field == "Training.task"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["HYBRID_KINDS", "ParameterCount", "count_parameters", "hybrid_counts", "mamba_dims", "windowed_layers"]
+__all__ = ["HYBRID_KINDS", "ParameterCount", "count_parameters", "hybrid_counts", "mamba_dims", "mamba_shape_ok", "windowed_layers"]
 
 # The layer kinds of Megatron-Core's hybrid stack (megatron/core/ssm/mamba_hybrid_layer_allocation.py
 # Symbols: MAMBA "M", ATTENTION "*", MLP "-", MOE "E"); each is one layer with its own pre-norm.
@@ -140,6 +140,17 @@ def _mamba(m) -> int:
     in_proj = h * (2 * d_inner + 2 * gn + nheads)
     conv = conv_ch * m.mamba_conv + conv_ch
     return in_proj + conv + 3 * nheads + d_inner + d_inner * h
+
+
+def mamba_shape_ok(heads: int, groups: int, tp: int, cp: int) -> bool:
+    """Megatron-Core's Mamba-2 mixer shards heads and B/C groups over TP (megatron/core/ssm/mamba_mixer.py:
+    nheads % tp == 0, ngroups % tp == 0) and its all-to-all CP shards each TP rank's heads again
+    (megatron/core/ssm/mamba_context_parallel.py MambaContextParallel: (nheads / tp) % cp == 0, and
+    ngroups / tp a multiple of cp or a divisor of it)."""
+    if heads % tp or groups % tp:
+        return False
+    g_tp = groups // tp
+    return not ((heads // tp) % cp or (g_tp % cp and cp % g_tp))
 
 
 def hybrid_counts(pattern: str) -> tuple[int, int, int, int]:
