@@ -109,7 +109,7 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("sizing.layer_fits_gpu", bool, "one layer's model states fit in one GPU"),
     ("model.max_position", int, "longest supported position (max_position_embeddings); when unknown the model's "
      "pretraining context, else training.seq_len"),
-    ("model.position_embedding", str, "rope, learned (an absolute position table of max_position rows) or alibi"),
+    ("model.position_embedding", str, "rope, learned (an absolute position table of max_position rows), alibi or none"),
     ("model.rope_theta_integer", bool, "the RoPE base (Model.rope_theta, default 10000) is a whole number"),
     ("model.rope_scaling", str, "RoPE frequency scaling: none, llama3, yarn, linear, dynamic or longrope"),
     ("model.mla", bool, "multi-head latent attention (DeepSeek-V2/V3)"),

@@ -194,3 +194,18 @@ def test_lora_on_a_hybrid_model_is_refused():
         advisor.estimate(H100x8, "nemotron-h-8b", Layout(tp=1, pp=1, dp=8, micro_batch_size=1, zero_stage=1),
                          Training(seq_len=4096, global_batch_size=8, task="lora"))
     assert err.value.field == "Training.task"
+
+
+def test_megatron_hybrid_refuses_virtual_stages_and_exports_the_mamba_stack():
+    c16 = Cluster(gpu="H100-SXM-80GB", gpus=16)
+    t = Training(seq_len=8192, global_batch_size=64)
+    vpp = advisor.audit(c16, "nemotron-h-8b", Layout(framework="megatron", tp=2, pp=2, vpp=2, micro_batch_size=1,
+                                                     zero_stage=1, sp=True), t)
+    assert "megatron.hybrid-no-vpp" in {f.rule_id for f in vpp.findings}
+    from advisor import export
+    rec = advisor.recommend(Cluster(gpu="H100-SXM-80GB", gpus=64), "nemotron-h-56b")
+    assert rec.layout.framework == "megatron" and rec.layout.vpp == 1
+    cmd = export.megatron_command(rec.layout, rec.model, rec.training, rec.cluster)
+    assert "pretrain_mamba.py" in cmd and "--position-embedding-type none" in cmd
+    assert "--mamba-num-heads 256" in cmd and "mamba_stack_spec" in cmd
+    assert rec.model.hybrid_pattern in cmd

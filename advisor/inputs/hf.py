@@ -153,10 +153,11 @@ _FAMILIES: dict[str, _Family] = {
     # NemotronHConfig (Nemotron-H 4B/8B/47B/56B, Nemotron Nano v2, Nemotron 3 Nano): a hybrid stack
     # (hybrid_override_pattern, or the newer layers_block_type list) of Mamba-2 mixers, attention-only
     # and MLP-only layers (ungated relu2 MLP: "gelu"), RMSNorm, no biases (attention_bias, mlp_bias,
-    # mamba_proj_bias default False), untied; the attention layers use no position embedding (no
-    # parameter, as "rope" here). huggingface/transformers@13923c63d59f73faebae79b2ee3fafc7e3a35201
+    # mamba_proj_bias default False), untied; the attention layers use no position embedding
+    # (NemotronHAttention applies no rotary embedding; Megatron --position-embedding-type none).
+    # huggingface/transformers@13923c63d59f73faebae79b2ee3fafc7e3a35201
     # src/transformers/models/nemotron_h/configuration_nemotron_h.py
-    "nemotron_h": _Family("gelu", "rmsnorm", "rope", False, False, False, False, moe="nemotron_h"),
+    "nemotron_h": _Family("gelu", "rmsnorm", "none", False, False, False, False, moe="nemotron_h"),
 }
 # model_types whose config nests the language model under "text_config" (multimodal checkpoints):
 # the text model is read, the vision tower is not (it is not trained by the layouts advisor plans).

@@ -194,8 +194,10 @@ class Model(_Frozen):
     vocab: int = Field(ge=1, le=MAX_DIM * 8)
     activation: Literal["swiglu", "gelu"] = "swiglu"
     tied_embeddings: bool = False
-    position_embedding: Literal["rope", "learned", "alibi"] = "rope"
-    """"learned" adds a max_position × hidden table (GPT-2/3); RoPE and ALiBi add no parameters."""
+    position_embedding: Literal["rope", "learned", "alibi", "none"] = "rope"
+    """"learned" adds a max_position × hidden table (GPT-2/3); RoPE and ALiBi add no parameters;
+    "none": no position encoding (Nemotron-H, whose Mamba layers carry the order; Megatron
+    --position-embedding-type none)."""
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
     bias: bool = False
     """Linear layers carry biases (GPT-2/3, BLOOM style)."""
@@ -270,11 +272,15 @@ class Model(_Frozen):
     mamba_state: int | None = Field(None, ge=1, le=MAX_DIM)
     """SSM state size d_state (HF ssm_state_size; Megatron --mamba-state-dim, default 128)."""
     mamba_groups: int = Field(8, ge=1, le=MAX_DIM)
-    """B/C groups (HF n_groups; Megatron --mamba-num-groups, default 8)."""
+    """B/C groups (HF n_groups; Megatron --mamba-num-groups). Default 8, Megatron-Core's
+    (NVIDIA/Megatron-LM@55ac7082517c3878ae653c07c09c534b8aed49f6 megatron/core/transformer/
+    transformer_config.py L852 mamba_num_groups; L846 mamba_state_dim 128, L849 mamba_head_dim 64)."""
     mamba_conv: int = Field(4, ge=1, le=1024)
-    """Causal depthwise conv1d kernel width d_conv (HF conv_kernel; Megatron-Core MambaMixer d_conv=4)."""
+    """Causal depthwise conv1d kernel width d_conv (HF conv_kernel). Default 4, Megatron-Core's
+    MambaMixer d_conv=4 (@55ac7082 megatron/core/ssm/mamba_mixer.py L149), which Megatron has no flag for."""
     mamba_chunk: int = Field(128, ge=1, le=1 << 16)
-    """SSD chunk length Q of the chunked scan (HF chunk_size; Megatron-Core MambaMixer chunk_size=128)."""
+    """SSD chunk length Q of the chunked scan (HF chunk_size). Default 128, MambaMixer chunk_size=128
+    (@55ac7082 mamba_mixer.py L164)."""
     mtp_layers: int = Field(0, ge=0, le=16)
     """Multi-token-prediction modules (DeepSeek-V3: 1); counted in params_with_mtp, not params."""
     seq_len: int | None = Field(None, ge=1, le=1 << 24)
