@@ -198,28 +198,28 @@ def mamba_activations(s, b, h, d_inner, gn, nheads, *, t=1, sp=False, recompute=
                       lin_bytes=2.0):
     """Bytes one Mamba-2 layer ("M" of a hybrid stack) stores for one micro-batch on one TP rank.
 
-    What the backward needs, per token, from the kernels Megatron-Core's MambaMixer runs
-    (megatron/core/ssm/mamba_mixer.py: in_proj = TELayerNormColumnParallelLinear, causal_conv1d,
-    mamba_ssm's chunked SSD scan, gated RMSNorm, out_proj), 16-bit unless said:
+    What the backward keeps, per token, on Megatron-Core's training path (NVIDIA/Megatron-LM@
+    55ac7082517c3878ae653c07c09c534b8aed49f6 megatron/core/ssm/mamba_mixer.py: in_proj =
+    TELayerNormColumnParallelLinear, then `_ssm_training` L659 calls mamba_ssm's fused
+    mamba_split_conv1d_scan_combined, the memory-efficient path that use_mamba_mem_eff_path=True
+    selects by default, transformer_config.py L859; then the RMSNorm and out_proj =
+    TERowParallelLinear), 16-bit unless said:
       replicated (sharded by SP): the layer input 2h (the fused norm's input, as the attention's),
       the in_proj input lin*h (the norm's output), the dropout mask h;
       TP-sharded (Megatron shards d_inner, heads and groups over TP): the in_proj output
-      (z, x, B, C, dt) 2(2 d_inner + 2 ngroups d_state + nheads), which holds the conv1d input
-      (causal_conv1d saves its input) and z; the conv output x, B, C 2(d_inner + 2 ngroups d_state),
-      which the scan saves; the scan's fp32 dt and dA_cumsum 8 nheads; its pre-gate output out_x
-      2 d_inner; the gated norm's output, the out_proj input, lin*d_inner.
-    The chunk states (nheads x head_dim x d_state per chunk) are not stored: mamba_ssm's
-    MambaChunkScanCombinedFn saves (out_x, x, dt, dA_cumsum, A, B, C, D, z, dt_bias) and recomputes
-    the states in its backward (state-spaces/mamba mamba_ssm/ops/triton/ssd_combined.py). No term
-    grows with the context beyond the per-token ones: the layer stores O(s), never O(s^2).
+      zxBCdt 2(2 d_inner + 2 ngroups d_state + nheads) and the scan's pre-gate output out_x 2 d_inner,
+      the two activations MambaSplitConv1dScanCombinedFn saves (state-spaces/mamba
+      mamba_ssm/ops/triton/ssd_combined.py: save_for_backward(zxbcdt, conv1d_weight, conv1d_bias,
+      out_x, A, D, dt_bias, ...); the conv output, dt and the chunk states are recomputed in its
+      backward); the norm's input 2 d_inner; the out_proj input lin*d_inner.
+    No term grows with the context beyond the per-token ones: the layer stores O(s), never O(s^2).
     recompute "full" keeps the layer input 2h (/t under SP), as any layer."""
     div = t if sp else 1
     if recompute == "full":
         return 2.0 * s * b * h / div
     mask = 1.0 if dropout_masks else 0.0
     rep = 2 * h + lin_bytes * h + mask * h
-    shd = (2 * (2 * d_inner + 2 * gn + nheads) + 2 * (d_inner + 2 * gn) + 8 * nheads + 2 * d_inner
-           + lin_bytes * d_inner) / t
+    shd = (2 * (2 * d_inner + 2 * gn + nheads) + 2 * d_inner + 2 * d_inner + lin_bytes * d_inner) / t
     return s * b * (rep / div + shd)
 
 

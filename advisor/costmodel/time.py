@@ -205,8 +205,7 @@ def _hybrid_traffic(c: Ctx) -> tuple:
         moe = norm + ((4.0 if c.gated else 2.0) + 2.0) * c.f_moe * (c.topk + c.shared) / t + 4.0 * h * c.topk / t
     mamba = 0.0
     if d_inner:
-        mamba = norm + (2 * (2 * d_inner + 2 * gn + nheads) + 2 * (d_inner + 2 * gn) + 8 * nheads
-                        + 4 * d_inner) / t
+        mamba = norm + (2 * (2 * d_inner + 2 * gn + nheads) + 6 * d_inner) / t
     ew = (mamba, attn, mlp, moe)
     if not c.lowp_bytes:
         return ew, (0.0, 0.0, 0.0, 0.0)
