@@ -20,7 +20,7 @@ from .costmodel.memory import model_state_bytes_per_param
 from .errors import InputError
 from .inputs.architecture import count_parameters, mamba_shape_ok
 from .inputs.layout import Layout
-from .inputs.pipeline import virtual_stage_layers
+from .inputs.pipeline import megatron_split, virtual_stage_layers
 from .inputs.precision import recipe
 from .inputs.specs import Cluster, Model, Training
 
@@ -139,6 +139,9 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("check.heads_mod_cp", int, "heads % cp (DeepSpeed-Ulysses scatters attention heads over cp)"),
     ("check.mamba_shape_ok", bool, "tp divides the Mamba-2 heads and groups and cp the heads per TP rank "
      "(architecture.mamba_shape_ok); true without Mamba layers"),
+    ("check.pp_split_needs_layout", bool, "pp splits the layers neither evenly nor as even middle stages between "
+     "lighter first and last ones (inputs.pipeline.megatron_split is None): only --pipeline-model-parallel-layout "
+     "can say it"),
     ("check.kv_heads_mod_tp", int, "kv_heads % tp"),
     ("check.tp_mod_kv_heads", int, "tp % kv_heads"),
     ("check.layers_mod_pp", int, "layers % pp"),
@@ -325,6 +328,7 @@ def build_layout_facts(cluster: Cluster, model: Model, training: Training, layou
         "heads_mod_tp": model.heads % tp,
         "heads_mod_cp": model.heads % cp,
         "kv_heads_mod_tp": model.kv_heads % tp,
+        "pp_split_needs_layout": pp > 1 and megatron_split(model.layers, pp) is None,
         "mamba_shape_ok": ("M" not in (model.hybrid_pattern or "")
                            or mamba_shape_ok(model.mamba_heads, model.mamba_groups, tp, cp)),
         "tp_mod_kv_heads": tp % model.kv_heads,

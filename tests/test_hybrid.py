@@ -209,3 +209,25 @@ def test_megatron_hybrid_refuses_virtual_stages_and_exports_the_mamba_stack():
     assert "pretrain_mamba.py" in cmd and "--position-embedding-type none" in cmd
     assert "--mamba-num-heads 256" in cmd and "mamba_stack_spec" in cmd
     assert rec.model.hybrid_pattern in cmd
+
+
+def test_hybrid_pipeline_splits_megatron_cannot_say_are_refused():
+    c16 = Cluster(gpu="H100-SXM-80GB", gpus=16)
+    t = Training(seq_len=8192, global_batch_size=64)
+    # 52 layers over pp 16: no even middle split exists, only --pipeline-model-parallel-layout could say it
+    bad = advisor.audit(c16, "nemotron-h-8b", Layout(framework="megatron", tp=1, pp=16, dp=1,
+                                                     micro_batch_size=1, zero_stage=1), t)
+    assert "megatron.hybrid-no-pipeline-layout" in {f.rule_id for f in bad.findings}
+    ok = advisor.audit(c16, "nemotron-h-8b", Layout(framework="megatron", tp=1, pp=8, dp=2,
+                                                    micro_batch_size=1, zero_stage=1), t)
+    assert "megatron.hybrid-no-pipeline-layout" not in {f.rule_id for f in ok.findings}
+
+
+def test_hybrid_stages_get_their_own_kinds():
+    # pp 2 of Nemotron-H 8B: the pattern's first and second halves, 26 layers each
+    from advisor.costmodel.context import resolve
+    m = Model.preset("nemotron-h-8b")
+    c = resolve(H100x8, m, Layout(tp=1, pp=2, dp=4, micro_batch_size=1, zero_stage=1),
+                Training(seq_len=8192, global_batch_size=64))
+    assert c.hsplit == ((12, 2, 12, 0), (12, 2, 12, 0))
+    assert [sum(k) for k in c.hsplit] == list(c.stages) == [26, 26]
