@@ -231,3 +231,29 @@ def test_hybrid_stages_get_their_own_kinds():
                 Training(seq_len=8192, global_batch_size=64))
     assert c.hsplit == ((12, 2, 12, 0), (12, 2, 12, 0))
     assert [sum(k) for k in c.hsplit] == list(c.stages) == [26, 26]
+
+
+# Nemotron 3 Nano 30B-A3B, a hybrid with MoE layers ("E"): the shape of Megatron-Bridge
+# Nemotron3NanoProvider (nemotron_h_provider.py @ 160ccccbb49d8eb37d05197a9fd4c4390eb9f88e), in
+# NemotronHConfig keys. Card: 31.6B total, 3.6B active including embeddings; 23 Mamba-2, 23 MoE, 6 GQA layers.
+NEMOTRON_3_NANO = dict(model_type="nemotron_h", num_hidden_layers=52, hidden_size=2688, num_attention_heads=32,
+                       num_key_value_heads=2, head_dim=128, intermediate_size=1856, vocab_size=131072,
+                       hybrid_override_pattern="MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+                       mamba_num_heads=64, mamba_head_dim=64, ssm_state_size=128, n_groups=8, conv_kernel=4,
+                       n_routed_experts=128, num_experts_per_tok=6, moe_intermediate_size=1856,
+                       moe_shared_expert_intermediate_size=3712, tie_word_embeddings=False,
+                       max_position_embeddings=262144)
+
+
+def test_nemotron_3_nano_moe_hybrid_counts_and_estimate():
+    m = Model.from_hf_config(NEMOTRON_3_NANO)
+    pc = count_parameters(m)
+    assert (pc.mamba_layer_count, pc.moe_layer_count, pc.attention_layer_count, pc.dense_layer_count) == (23, 23, 6, 0)
+    assert abs(m.params - 31.6e9) / 31.6e9 < 0.01
+    assert abs(pc.active - 3.6e9) / 3.6e9 < 0.01
+    layout = Layout(tp=1, pp=1, dp=8, ep=8, micro_batch_size=1, zero_stage=1)
+    est = advisor.estimate(H100x8, m, layout, Training(seq_len=8192, global_batch_size=64))
+    d = est.memory.detail
+    # every weight is on the rank once, the routed experts an eighth of them
+    assert d["params_dense"] + 8 * d["params_expert"] == m.params
+    assert est.comm.ep.bytes > 0

@@ -175,7 +175,8 @@ class MLA(_Frozen):
 
 
 class Model(_Frozen):
-    """A decoder-only transformer: dense or mixture-of-experts, MHA / GQA / MLA attention.
+    """A decoder-only transformer: dense or mixture-of-experts, MHA / GQA / MLA attention, or a
+    hybrid stack of Mamba-2, attention, MLP and MoE layers (`hybrid_pattern`, Nemotron-H).
 
     `params` is the total parameter count. When omitted it is computed from the architecture;
     when given it must agree with the architecture within 3 %.
@@ -399,7 +400,7 @@ class Model(_Frozen):
     def from_hf_config(cls, path_or_dict, *, name: str | None = None) -> "Model":
         """A Model from a Hugging Face config.json (path, folder or dict): Llama, Mistral, Mixtral,
         Qwen2, Qwen3 (dense and MoE), DeepSeek-V2/V3, GPT-NeoX, BLOOM, GPT-2, Gemma, SmolLM3,
-        StarCoder2, Nemotron (advisor.hf.SUPPORTED_MODEL_TYPES). A missing key raises InputError
+        StarCoder2, Nemotron, Nemotron-H (advisor.hf.SUPPORTED_MODEL_TYPES). A missing key raises InputError
         naming it."""
         read = model_fields_from_hf_config(path_or_dict, name=name)
         try:
