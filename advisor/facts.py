@@ -18,9 +18,9 @@ from .costmodel.context import is_shape_error
 from .costmodel.adapters import finetune_state_bytes
 from .costmodel.memory import model_state_bytes_per_param
 from .errors import InputError
-from .inputs.architecture import count_parameters
+from .inputs.architecture import count_parameters, mamba_shape_ok
 from .inputs.layout import Layout
-from .inputs.pipeline import virtual_stage_layers
+from .inputs.pipeline import megatron_split, virtual_stage_layers
 from .inputs.precision import recipe
 from .inputs.specs import Cluster, Model, Training
 
@@ -114,11 +114,12 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("sizing.layer_fits_gpu", bool, "one layer's model states fit in one GPU"),
     ("model.max_position", int, "longest supported position (max_position_embeddings); when unknown the model's "
      "pretraining context, else training.seq_len"),
-    ("model.position_embedding", str, "rope, learned (an absolute position table of max_position rows) or alibi"),
+    ("model.position_embedding", str, "rope, learned (an absolute position table of max_position rows), alibi or none"),
     ("model.rope_theta_integer", bool, "the RoPE base (Model.rope_theta, default 10000) is a whole number"),
     ("model.rope_scaling", str, "RoPE frequency scaling: none, llama3, yarn, linear, dynamic or longrope"),
     ("model.mla", bool, "multi-head latent attention (DeepSeek-V2/V3)"),
     ("model.mtp_layers", int, "multi-token-prediction modules"),
+    ("model.mamba_layers", int, "Mamba-2 layers of a hybrid stack (Model.hybrid_pattern 'M'); 0 otherwise"),
     # --- scope "layout": the layout under audit, and numbers derived from it -------------------
     ("layout.framework", str, "megatron, deepspeed, megatron+deepspeed or torchtitan"),
     ("layout.tp", int, "tensor-parallel degree"),
@@ -141,6 +142,11 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("check.world_mod_mp", int, "cluster.gpus % (tp * pp * cp)"),
     ("check.heads_mod_tp", int, "heads % tp"),
     ("check.heads_mod_cp", int, "heads % cp (DeepSpeed-Ulysses scatters attention heads over cp)"),
+    ("check.mamba_shape_ok", bool, "tp divides the Mamba-2 heads and groups and cp the heads per TP rank "
+     "(architecture.mamba_shape_ok); true without Mamba layers"),
+    ("check.pp_split_needs_layout", bool, "pp splits the layers neither evenly nor as even middle stages between "
+     "lighter first and last ones (inputs.pipeline.megatron_split is None): only --pipeline-model-parallel-layout "
+     "can say it"),
     ("check.kv_heads_mod_tp", int, "kv_heads % tp"),
     ("check.tp_mod_kv_heads", int, "tp % kv_heads"),
     ("check.layers_mod_pp", int, "layers % pp"),
@@ -255,6 +261,7 @@ def build_facts(cluster: Cluster, model: Model, training: Training) -> dict[str,
             "rope_scaling": model.rope_scaling,
             "mla": model.mla is not None,
             "mtp_layers": model.mtp_layers,
+            "mamba_layers": (model.hybrid_pattern or "").count("M"),
         },
         "training": {
             "seq_len": training.seq_len,
@@ -328,6 +335,9 @@ def build_layout_facts(cluster: Cluster, model: Model, training: Training, layou
         "heads_mod_tp": model.heads % tp,
         "heads_mod_cp": model.heads % cp,
         "kv_heads_mod_tp": model.kv_heads % tp,
+        "pp_split_needs_layout": pp > 1 and megatron_split(model.layers, pp) is None,
+        "mamba_shape_ok": ("M" not in (model.hybrid_pattern or "")
+                           or mamba_shape_ok(model.mamba_heads, model.mamba_groups, tp, cp)),
         "tp_mod_kv_heads": tp % model.kv_heads,
         "layers_mod_pp": model.layers % pp,
         "layers_per_stage": per_stage,

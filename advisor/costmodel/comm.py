@@ -105,7 +105,7 @@ def alltoall(c: Ctx, A, nbytes: float, n: int, stride: int, calls: float = 1.0):
 
 
 def tp_per_microbatch(c: Ctx, A, n_dense: int, n_moe: int, first: bool, last: bool, window: float,
-                      plan: TPPlan | None = None):
+                      plan: TPPlan | None = None, kinds=None):
     """TP traffic of one micro-batch on one stage: (bytes, seconds, exposed seconds, network).
 
     Per layer, in units of the hidden-state message M = 2*s*b*h bytes:
@@ -125,11 +125,16 @@ def tp_per_microbatch(c: Ctx, A, n_dense: int, n_moe: int, first: bool, last: bo
     Embedding: +2 units forward (all-reduce; 1 reduce-scatter under SP); output layer under SP: +1
     all-gather forward and 2 async units backward. `window` is the GEMM time async units hide behind.
     `plan` = tp_plan(c, A), when the caller times several stages of the layout.
+    A hybrid stack (`kinds` = its Mamba, attention, MLP, MoE layers; n_dense, n_moe its MLP and MoE
+    layers): each Mamba, attention-only and MLP-only layer is one column- then row-parallel block,
+    half a dense layer's collectives (Megatron-Core MambaMixer: in_proj column-parallel, out_proj
+    row-parallel, with SP's all-gather / reduce-scatter like the attention's: megatron/core/ssm/
+    mamba_mixer.py); an MoE-only layer is an MoE layer without its attention half.
     """
     if c.tp <= 1:
         return 0.0, 0.0, 0.0, False
     plan = plan or tp_plan(c, A)
-    exp_units, exp_calls, async_units, async_calls = _tp_units(plan, n_dense, n_moe, first, last)
+    exp_units, exp_calls, async_units, async_calls = _tp_units(plan, n_dense, n_moe, first, last, kinds)
     nbytes, sec_exp, net = run_ring(plan.ring, exp_units, exp_calls)
     b2, sec_async, _ = run_ring(plan.ring, async_units, async_calls)
     total = sec_exp + sec_async
@@ -140,7 +145,8 @@ def tp_per_microbatch(c: Ctx, A, n_dense: int, n_moe: int, first: bool, last: bo
     return nbytes + b2, total, exposed, net
 
 
-def tp_unhidden(c: Ctx, A, n_dense: int, n_moe: int, first: bool, last: bool, plan: TPPlan | None = None) -> float:
+def tp_unhidden(c: Ctx, A, n_dense: int, n_moe: int, first: bool, last: bool, plan: TPPlan | None = None,
+                kinds=None) -> float:
     """tp_per_microbatch(..., window=inf)[2], the TP seconds no compute window hides (time.variant_floors).
     Without TP comm overlap that is the exposed collectives' time alone (sec_exp + max(0, sec_async - inf)
     is sec_exp), so the async ones are not timed."""
@@ -148,15 +154,18 @@ def tp_unhidden(c: Ctx, A, n_dense: int, n_moe: int, first: bool, last: bool, pl
         return 0.0
     plan = plan or tp_plan(c, A)
     if plan.overlap:
-        return tp_per_microbatch(c, A, n_dense, n_moe, first, last, float("inf"), plan)[2]
-    exp_units, exp_calls, _, _ = _tp_units(plan, n_dense, n_moe, first, last)
+        return tp_per_microbatch(c, A, n_dense, n_moe, first, last, float("inf"), plan, kinds)[2]
+    exp_units, exp_calls, _, _ = _tp_units(plan, n_dense, n_moe, first, last, kinds)
     return run_ring(plan.ring, exp_units, exp_calls)[1]
 
 
-def _tp_units(plan: TPPlan, n_dense: int, n_moe: int, first: bool, last: bool) -> tuple:
+def _tp_units(plan: TPPlan, n_dense: int, n_moe: int, first: bool, last: bool, kinds=None) -> tuple:
     """(exposed units, exposed calls, async units, async calls) of one micro-batch's TP collectives on a stage."""
     sp = plan.sp
-    layers = n_dense + plan.moe_share * n_moe
+    if kinds is None:
+        layers = n_dense + plan.moe_share * n_moe
+    else:   # hybrid: Mamba, attention-only and MLP-only layers are halves; MoE-only has no attention half
+        layers = 0.5 * (kinds[0] + kinds[1] + kinds[2]) + (plan.moe_share - 0.5) * kinds[3]
     exp_units = layers * plan.exp_units
     exp_calls = layers * plan.exp_calls
     if plan.rec_dense_units or plan.rec_moe_units:      # selective recompute_modules (tp_plan)
@@ -216,7 +225,7 @@ def tp_plan(c: Ctx, A) -> TPPlan:
                   extra_moe * fwd, extra_moe * c_fwd)
 
 
-def cp_per_microbatch(c: Ctx, A, n_layers: int, window: float, plan: tuple | None = None):
+def cp_per_microbatch(c: Ctx, A, n_layers: int, window: float, plan: tuple | None = None, kinds=None):
     """CP traffic of one micro-batch: (bytes, seconds, exposed, network).
 
     Megatron/Transformer Engine ring attention (p2p): each rank passes its K,V chunk around the ring,
@@ -226,15 +235,40 @@ def cp_per_microbatch(c: Ctx, A, n_layers: int, window: float, plan: tuple | Non
     megatron+deepspeed): all-to-all of Q,K,V and of the attention output, forward and backward,
     exposed (Jacobs et al. 2023, DeepSpeed-Ulysses §3). `plan` = cp_plan(c, A), when the caller times
     several stages of the layout.
+    A hybrid stack (`kinds`): the attention exchange runs in its attention layers only, and each
+    Mamba layer adds mamba_cp's all-to-alls, exposed.
     """
     if c.cp <= 1:
         return 0.0, 0.0, 0.0, False
     ulysses, nbytes, sec, net, per_layer = plan or cp_plan(c, A)
+    if kinds is not None:
+        attn = cp_per_microbatch(c, A, kinds[1], window, (ulysses, nbytes, sec, net, per_layer))
+        if not kinds[0]:
+            return attn
+        m_bytes, m_sec, m_net = mamba_cp(c, A)
+        return (attn[0] + kinds[0] * m_bytes, attn[1] + kinds[0] * m_sec, attn[2] + kinds[0] * m_sec,
+                attn[3] or m_net)
     if ulysses:
         k = n_layers * per_layer
         return nbytes * k, sec * k, sec * k, net
     sec *= n_layers     # ring attention: per layer
     return nbytes * n_layers, sec, max(0.0, sec - window), net
+
+
+def mamba_cp(c: Ctx, A) -> tuple:
+    """(bytes, seconds, network) of one Mamba-2 layer's context parallelism for one micro-batch.
+    Megatron-Core's all-to-all CP (megatron/core/ssm/mamba_context_parallel.py MambaContextParallel):
+    before the conv1d and the scan, z, x, B, C and dt go from sequence-sharded to head-sharded
+    (five all-to-alls, B and C repeated group_repeat = cp / (ngroups / tp) times when the rank has
+    fewer groups than cp), after it the output y goes back (one): forward 2 (3 d_inner + 2 ngroups
+    d_state r + nheads) / tp bytes per token on this rank, the same again backward, and the forward
+    once more under full recompute. Not overlapped with compute (the scan needs them)."""
+    d_inner, gn, nheads = c.hyb[:3]
+    g_tp = c.hyb[7] // c.tp
+    repeat = c.cp // g_tp if g_tp < c.cp else 1
+    payload = 2.0 * c.s_loc * c.b * (3 * d_inner + 2 * gn * repeat + nheads) / c.tp
+    passes = 3.0 if c.recompute == "full" else 2.0
+    return alltoall(c, A, payload * passes, c.cp, c.tp, calls=6 * passes)
 
 
 def cp_plan(c: Ctx, A) -> tuple:

@@ -11,7 +11,7 @@ etp x ep grid with expert-DP = world / (etp * ep * pp) (M2).
 from __future__ import annotations
 
 from ..errors import InputError
-from ..inputs.architecture import ParameterCount, count_parameters, windowed_layers
+from ..inputs.architecture import ParameterCount, count_parameters, hybrid_counts, mamba_dims, mamba_shape_ok, windowed_layers
 from ..inputs.finetune import DEFAULT_LORA_RANK, DEFAULT_LORA_TARGETS, FROZEN_BASE_TASKS
 from ..inputs.pipeline import stage_layers
 from ..inputs.precision import recipe
@@ -23,7 +23,9 @@ DEEPSPEED_FRAMEWORKS = ("deepspeed", "megatron+deepspeed")
 
 # The fields of the InputErrors `resolve` raises for a layout's shape: the degrees do not multiply to
 # the GPU count, etp*ep*pp does not divide it, the batch does not split over the micro-batches.
-_SHAPE_FIELDS = frozenset({"Layout.dp", "Layout.ep", "Layout.num_microbatches", "Training.global_batch_size"})
+# A hybrid model's Mamba heads and groups that tp (and cp) do not divide are a shape error too.
+_SHAPE_FIELDS = frozenset({"Layout.dp", "Layout.ep", "Layout.num_microbatches", "Training.global_batch_size",
+                           "Layout.tp", "Layout.cp"})
 
 
 def is_shape_error(exc: Exception) -> bool:
@@ -110,6 +112,11 @@ class Ctx:
     tied: bool
     gpt_style: bool    # biases or learned positions: GPT-2/3-style, trained with dropout
     pc: ParameterCount
+    # hybrid stacks (Model.hybrid_pattern); None for attention + MLP layers, and then nothing reads them
+    hyb: tuple | None    # Mamba-2 sizes (d_inner, ngroups*d_state, nheads, conv channels, d_state, chunk, d_conv, ngroups)
+    hcounts: tuple | None  # (Mamba, attention, MLP, MoE) layers of the whole stack
+    pattern: str | None    # Model.hybrid_pattern
+    hsplit: tuple | None   # per stage: (Mamba, attention, MLP, MoE) layers; split is (layers, MLP, MoE) then
     kv_params: int
     pos_params: int
     # cluster
@@ -180,6 +187,19 @@ def _static(cluster, model, training) -> tuple:
         latent = 0
         kv_params = 2 * h * kv * hd
     vocab = model.vocab
+    pattern = getattr(model, "hybrid_pattern", None)
+    hyb = hcounts = None
+    if pattern is not None and training.task in FROZEN_BASE_TASKS:
+        raise InputError("Training.task", training.task, "'pretrain' or 'sft' for a hybrid model",
+                         "LoRA / QLoRA adapters on Mamba-2 layers are not modelled")
+    if pattern is not None:
+        hcounts = hybrid_counts(pattern)
+        if hcounts[0]:
+            d_inner, gn, nheads, conv_ch = mamba_dims(model)
+            hyb = (d_inner, gn, nheads, conv_ch, model.mamba_state, model.mamba_chunk, model.mamba_conv,
+                   model.mamba_groups)
+        else:
+            hyb = (0, 0, 0, 0, 0, 1, 0, 1)
     g = cluster.gpu
     peak = g.peak_flops
     rec = recipe(training.precision)
@@ -195,7 +215,8 @@ def _static(cluster, model, training) -> tuple:
         router_groups=model.router_groups, router_group_topk=model.router_group_topk,
         shared=model.shared_experts, dense_first=model.dense_layers if model.experts > 1 else model.layers,
         moe_freq=model.moe_layer_freq, vocab=vocab, tied=model.tied_embeddings,
-        gpt_style=model.bias or model.position_embedding == "learned", pc=pc,
+        gpt_style=model.bias or model.position_embedding == "learned", pc=pc, hyb=hyb, hcounts=hcounts,
+        pattern=pattern,
         kv_params=kv_params, pos_params=pc.embedding - vocab * h,
         frozen=frozen, qlora=training.task == "qlora",
         lora_rank=(training.lora_rank or DEFAULT_LORA_RANK) if frozen else 0,
@@ -249,6 +270,8 @@ def _split(fields: dict, splits: dict, pp: int) -> tuple:
     if hit is not None:
         return hit
     stages = tuple(stage_layers(fields["L"], pp))
+    if fields["pattern"] is not None:
+        return _hybrid_split(fields["pattern"], splits, pp, stages)
     experts, dense_first, freq = fields["experts"], fields["dense_first"], fields["moe_freq"]
     split = []
     lo = 0
@@ -284,11 +307,29 @@ def _split(fields: dict, splits: dict, pp: int) -> tuple:
     return value
 
 
+def _hybrid_split(pattern: str, splits: dict, pp: int, stages: tuple) -> tuple:
+    """_split of a hybrid stack: stage k holds the next stages[k] characters of the pattern
+    (Megatron-Core splits --hybrid-override-pattern by layer over the pipeline stages,
+    megatron/core/ssm/mamba_block.py MambaStack); split is (layers, MLP, MoE) per stage, hsplit
+    (Mamba, attention, MLP, MoE). Every stage is a candidate for the most-loaded rank (the kinds
+    are uneven)."""
+    hsplit = []
+    lo = 0
+    for n in stages:
+        hsplit.append(hybrid_counts(pattern[lo:lo + n]))
+        lo += n
+    split = tuple((n, hs[2], hs[3]) for n, hs in zip(stages, hsplit))
+    value = (stages, split, tuple(range(pp)), tuple(hsplit))
+    if len(splits) < 256:
+        splits[pp] = value
+    return value
+
+
 _new = object.__new__
 # The Ctx fields `resolve` sets from the layout (the rest come from _static).
 _PER_LAYOUT = ("tp", "pp", "dp", "cp", "ep", "etp", "edp", "vpp", "overlap_p2p", "m", "b", "dense_shard", "framework",
                "megatron", "deepspeed", "zero", "sp", "recompute", "offload", "offload_device", "s_loc", "kv_div",
-               "vpad", "stages", "split", "candidates")
+               "vpad", "stages", "split", "candidates", "hsplit")
 
 
 def resolve(cluster, model, layout, training) -> Ctx:
@@ -332,7 +373,11 @@ def resolve(cluster, model, layout, training) -> Ctx:
         vpad = -(-vocab // mult) * mult
     else:
         vpad = vocab
-    stages, split, cand = _split(fields, splits, pp)
+    value = _split(fields, splits, pp)
+    stages, split, cand = value[:3]
+    hyb = fields["hyb"]
+    if hyb is not None and hyb[2]:
+        _check_mamba_shape(hyb, tp, cp)
     d = fields.copy()  # already holds every per-layout key (as None), so no resize below
     d["tp"] = tp
     d["pp"] = pp
@@ -360,9 +405,23 @@ def resolve(cluster, model, layout, training) -> Ctx:
     d["stages"] = stages
     d["split"] = split
     d["candidates"] = cand
+    d["hsplit"] = value[3] if len(value) > 3 else None
     c = _new(Ctx)
     c.__dict__ = d
     return c
+
+
+def _check_mamba_shape(hyb: tuple, tp: int, cp: int) -> None:
+    """The Mamba-2 heads and groups tp and cp must divide (architecture.mamba_shape_ok; the audit rule
+    megatron.mamba-heads-groups reports it)."""
+    nheads, ngroups = hyb[2], hyb[7]
+    if not mamba_shape_ok(nheads, ngroups, tp, 1):
+        raise InputError("Layout.tp", tp, f"a divisor of the Mamba heads ({nheads}) and groups ({ngroups})",
+                         "Megatron-Core shards Mamba-2 heads and B/C groups over TP (mamba_mixer.py)")
+    if not mamba_shape_ok(nheads, ngroups, tp, cp):
+        raise InputError("Layout.cp", cp, f"a divisor of the Mamba heads per TP rank ({nheads // tp}) that "
+                         f"divides or is a multiple of the groups per TP rank ({ngroups // tp})",
+                         "Megatron-Core's Mamba all-to-all CP (mamba_context_parallel.py)")
 
 
 # Entries per memo (one per (cluster, model, training); _STATIC keeps up to 16): a recommendation

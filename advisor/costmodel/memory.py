@@ -98,7 +98,7 @@ def model_state_bytes_per_param(framework: str, precision: str, zero: int, fp32_
 
 def per_layer_activations(s, b, h, a, *, t=1, sp=False, recompute="none", flash=False, f=None, gated=False,
                           wq=None, wk=None, wv=None, wo=None, kv_div=None, latent=0, dropout_masks=True,
-                          lin_bytes=2.0, s_attn=None, mlp=True, modules=("core_attn",)):
+                          lin_bytes=2.0, s_attn=None, mlp=True, modules=("core_attn",), attention=True):
     """Bytes one transformer layer stores for one micro-batch on one TP rank (Korthikanti §4.1, Table 2).
 
     Per token, in bytes (h hidden, f FFN, widths wq/wk/wv/wo of Q, K, V and the attention output;
@@ -124,7 +124,9 @@ def per_layer_activations(s, b, h, a, *, t=1, sp=False, recompute="none", flash=
         mlp          a dense MLP keeps only its input (2h, the residual its fused norm reads)
     ("layernorm" and "mla_up_proj" use output-discarding checkpointing, the others normal
     checkpointing; the one module being recomputed during the backward is not counted.)
-    `s_attn` is the key length the scores span (s x CP under context parallelism).
+    `s_attn` is the key length the scores span (s x CP under context parallelism). `attention`
+    False leaves the attention half out (an MLP-only layer of a hybrid stack, "-"), as `mlp` False
+    leaves the MLP half out (an attention-only layer, "*").
     """
     div = t if sp else 1
     if recompute == "full":
@@ -138,15 +140,18 @@ def per_layer_activations(s, b, h, a, *, t=1, sp=False, recompute="none", flash=
     s_attn = s if s_attn is None else s_attn
     sel = frozenset(modules) if recompute == "selective" else frozenset()
     mask = 1.0 if dropout_masks else 0.0
-    ln_out = 0.0 if ("layernorm" in sel and latent) else lin_bytes * h
-    rep = 2 * h + ln_out + 2 * latent + mask * h
-    qkv = 0.0 if ("mla_up_proj" in sel and latent) else 2 * wq / t + 2 * (wk + wv) / kv_div
-    shd = qkv + lin_bytes * wo / t
-    if "core_attn" not in sel:
-        if flash:
-            shd += 4.0 * a / t
-        else:
-            shd += (2 + 3 * mask) * a * s_attn / t
+    if attention:
+        ln_out = 0.0 if ("layernorm" in sel and latent) else lin_bytes * h
+        rep = 2 * h + ln_out + 2 * latent + mask * h
+        qkv = 0.0 if ("mla_up_proj" in sel and latent) else 2 * wq / t + 2 * (wk + wv) / kv_div
+        shd = qkv + lin_bytes * wo / t
+        if "core_attn" not in sel:
+            if flash:
+                shd += 4.0 * a / t
+            else:
+                shd += (2 + 3 * mask) * a * s_attn / t
+    else:
+        rep = shd = 0.0
     if mlp:
         if "mlp" in sel:
             rep += 2 * h + mask * h
@@ -186,6 +191,35 @@ def moe_mlp_activations(s, b, h, *, t, etp, sp, k, experts, f_moe, shared, gated
     routed = k * imbalance * ((lin_bytes + 2) * h * etp / t + ((4 if gated else 2) + fc2_in) * f_moe / t)
     f_sh = 0 if "shared_experts" in sel else shared * f_moe
     shd = routed + ((4 if gated else 2) + lin_bytes) * f_sh / t
+    return s * b * (rep / div + shd)
+
+
+def mamba_activations(s, b, h, d_inner, gn, nheads, *, t=1, sp=False, recompute="none", dropout_masks=True,
+                      lin_bytes=2.0):
+    """Bytes one Mamba-2 layer ("M" of a hybrid stack) stores for one micro-batch on one TP rank.
+
+    What the backward keeps, per token, on Megatron-Core's training path (NVIDIA/Megatron-LM@
+    55ac7082517c3878ae653c07c09c534b8aed49f6 megatron/core/ssm/mamba_mixer.py: in_proj =
+    TELayerNormColumnParallelLinear, then `_ssm_training` L659 calls mamba_ssm's fused
+    mamba_split_conv1d_scan_combined, the memory-efficient path that use_mamba_mem_eff_path=True
+    selects by default, transformer_config.py L859; then the RMSNorm and out_proj =
+    TERowParallelLinear), 16-bit unless said:
+      replicated (sharded by SP): the layer input 2h (the fused norm's input, as the attention's),
+      the in_proj input lin*h (the norm's output), the dropout mask h;
+      TP-sharded (Megatron shards d_inner, heads and groups over TP): the in_proj output
+      zxBCdt 2(2 d_inner + 2 ngroups d_state + nheads) and the scan's pre-gate output out_x 2 d_inner,
+      the two activations MambaSplitConv1dScanCombinedFn saves (state-spaces/mamba
+      mamba_ssm/ops/triton/ssd_combined.py: save_for_backward(zxbcdt, conv1d_weight, conv1d_bias,
+      out_x, A, D, dt_bias, ...); the conv output, dt and the chunk states are recomputed in its
+      backward); the norm's input 2 d_inner; the out_proj input lin*d_inner.
+    No term grows with the context beyond the per-token ones: the layer stores O(s), never O(s^2).
+    recompute "full" keeps the layer input 2h (/t under SP), as any layer."""
+    div = t if sp else 1
+    if recompute == "full":
+        return 2.0 * s * b * h / div
+    mask = 1.0 if dropout_masks else 0.0
+    rep = 2 * h + lin_bytes * h + mask * h
+    shd = (2 * (2 * d_inner + 2 * gn + nheads) + 2 * d_inner + 2 * d_inner + lin_bytes * d_inner) / t
     return s * b * (rep / div + shd)
 
 
@@ -231,8 +265,51 @@ def _layer_acts(c: Ctx, A, recompute: str, moe: bool) -> float:
     return base
 
 
+def _hybrid_layer_acts(c: Ctx, A, recompute: str) -> tuple:
+    """Per-layer activation bytes of a hybrid stack's kinds (Mamba, attention, MLP, MoE) for one
+    micro-batch on one rank: attention-only and MLP-only layers are the two halves of
+    per_layer_activations, an MoE layer moe_mlp_activations alone, a Mamba layer mamba_activations;
+    full recompute keeps each layer's input."""
+    lin = A.fp8_activation_bytes * c.lowp_bytes if c.lowp_bytes else 2.0
+    masks = dropout_masks(c, A)
+    modules = A.recompute_modules if recompute == "selective" else ()
+    common = dict(t=c.tp, sp=c.sp, recompute=recompute, dropout_masks=masks, lin_bytes=lin)
+    d_inner, gn, nheads = c.hyb[:3]
+    mamba = mamba_activations(c.s_loc, c.b, c.h, d_inner, gn, nheads, **common) if d_inner else 0.0
+    shape = dict(flash=c.flash, f=c.f, gated=c.gated, wq=c.wq, wk=c.wk, wv=c.wv, wo=c.wo, kv_div=c.kv_div,
+                 latent=c.latent, s_attn=c.seq, modules=modules)
+    attn = per_layer_activations(c.s_loc, c.b, c.h, c.a, mlp=False, **shape, **common)
+    mlp = per_layer_activations(c.s_loc, c.b, c.h, c.a, attention=False, **shape, **common)
+    moe = 0.0
+    if c.experts > 1:
+        moe = (2.0 * c.s_loc * c.b * c.h / (c.tp if c.sp else 1) if recompute == "full" else
+               moe_mlp_activations(c.s_loc, c.b, c.h, t=c.tp, etp=c.etp, sp=c.sp, k=c.topk, experts=c.experts,
+                                   f_moe=c.f_moe, shared=c.shared, gated=c.gated, dropout_masks=masks,
+                                   lin_bytes=lin, imbalance=A.moe_load_imbalance, modules=modules))
+    return mamba, attn, mlp, moe
+
+
+def _hybrid_acts(c: Ctx, A) -> tuple:
+    """(per-kind bytes at the layout's recompute, the full-recompute working layer), kept in c.memo."""
+    key = ("hacts", id(A), c.cp, c.b, c.tp, c.sp, c.etp, c.recompute)
+    hit = c.memo.get(key)
+    if hit is not None and hit[0] is A:
+        return hit[1]
+    per = _hybrid_layer_acts(c, A, c.recompute)
+    work = max(_hybrid_layer_acts(c, A, "none")) if c.recompute == "full" else 0.0
+    return remember(c, A, key, (per, work))
+
+
+def _hybrid_stage_acts(c: Ctx, A, k: int) -> tuple[float, float]:
+    """(activation bytes of stage k's layers for one micro-batch, the working layer of full recompute)."""
+    per, work = _hybrid_acts(c, A)
+    return sum(n * x for n, x in zip(c.hsplit[k], per)), work
+
+
 def act_layers_of(c: Ctx, A, k: int) -> float:
     """Activation bytes of stage k's layers for one micro-batch (pp 1: the whole stack), before offload."""
+    if c.hsplit is not None:
+        return _hybrid_stage_acts(c, A, k)[0]
     per_dense, per_moe = _act_invariants(c, A)[:2]
     _, n_dense, n_moe = c.split[k]
     return n_dense * per_dense + n_moe * per_moe
@@ -283,6 +360,8 @@ def _state_invariants(c: Ctx, A) -> tuple:
         # DeepSpeed estimator: 4 * largest layer (gathered 16-bit params + grads of the biggest
         # module). "Layer" is a leaf module (stage3.py counts m.parameters(recurse=False)).
         largest = max(c.vpad * c.h, pc.output, c.h * max(c.wq, c.f), c.h * c.f_moe if c.experts > 1 else 0)
+        if c.hyb is not None:   # a Mamba-2 in_proj, h x (2 d_inner + 2 ngroups d_state + nheads)
+            largest = max(largest, c.h * (2 * c.hyb[0] + 2 * c.hyb[1] + c.hyb[2]))
         zero3_live = 4.0 * largest / tp
     return dense_layer, routed, moe_other, word, per_param, zero3_live
 
@@ -364,9 +443,12 @@ def _stage_states(c: Ctx, A, k: int, inv: tuple) -> tuple:
     # ---- parameters on this rank (TP-sharded weights, replicated norms; experts over etp*ep)
     if not n_moe:
         moe_other = 0.0
-    dense = n_dense * dense_layer + n_moe * moe_other
-    expert = n_moe * routed / (c.ep * c.etp)
-    linear = n_dense * (dense_layer - pc.norms) + n_moe * (moe_other - pc.norms - c.h * c.experts) + expert
+    if c.hsplit is None:
+        dense = n_dense * dense_layer + n_moe * moe_other
+        expert = n_moe * routed / (c.ep * c.etp)
+        linear = n_dense * (dense_layer - pc.norms) + n_moe * (moe_other - pc.norms - c.h * c.experts) + expert
+    else:
+        dense, expert, linear = _hybrid_stage_params(c, c.hsplit[k], inv)
     if first:
         dense += word + c.pos_params
     if last:
@@ -425,6 +507,8 @@ def _stage_states(c: Ctx, A, k: int, inv: tuple) -> tuple:
         # FSDP (Megatron-FSDP, torchtitan): all-gathered 16-bit params of the current and prefetched
         # layer plus one layer's unsharded fp32 gradient before reduce-scatter.
         per_layer = max(dense_layer if n_dense else 0.0, moe_other + routed / (c.ep * c.etp) if n_moe else 0.0)
+        if c.hsplit is not None:
+            per_layer = max(_hybrid_layer_params(c, inv)[:3] + (per_layer,))
         grad = A.fsdp_state_bytes[1] if c.framework == "torchtitan" else A.megatron_main_grad_bytes
         if c.frozen:   # only the adapters' gradient is unsharded before its reduce-scatter
             grad *= (tr_dense + tr_expert) / max(1.0, dense + expert)
@@ -440,6 +524,43 @@ def _stage_states(c: Ctx, A, k: int, inv: tuple) -> tuple:
         bucket = 2.0 * min(A.deepspeed_bucket_elements, tr_dense + tr_expert)
     return (weights, g_bytes, o_bytes, host_b, nvme_b, w_dense, w_exp, fp8_copy, zero3_live, fsdp, bucket,
             dense, expert)
+
+
+def _hybrid_layer_params(c: Ctx, inv: tuple) -> tuple:
+    """Parameters one rank holds of one layer of each hybrid kind: (Mamba, attention, MLP, MoE without
+    its routed experts). Megatron-Core shards the whole Mamba-2 mixer over TP (mamba_mixer.py:
+    in_proj column-parallel over z, x, B, C, dt; conv1d, dt_bias, A_log, D and the gated norm by
+    heads / channels of the rank; out_proj row-parallel); each layer's pre-norm is replicated.
+    Attention-only and MLP-only layers are the two halves of a dense layer (_state_invariants),
+    each with one norm (pc.norms of a hybrid model is one norm)."""
+    pc = c.pc
+    tp = c.tp
+    norm = pc.norms
+    kv_extra = c.kv_params * (1.0 / c.kv_div - 1.0 / tp) if c.kv_div < tp else 0.0
+    mamba = pc.mamba / tp + norm
+    attn = pc.attention / tp + kv_extra + norm
+    mlp = pc.dense_mlp / tp + norm
+    moe_other = inv[2] if c.experts > 1 else 0.0
+    if c.experts > 1:   # _state_invariants' MoE layer carries the attention of a dense-stack layer
+        moe_other = moe_other - (pc.attention / tp + kv_extra)
+    return mamba, attn, mlp, moe_other
+
+
+def _hybrid_stage_params(c: Ctx, counts: tuple, inv: tuple) -> tuple:
+    """(dense params, expert params, linear-layer params) on one rank of a hybrid stage with
+    counts = (Mamba, attention, MLP, MoE) layers. Linear: the Mamba in_proj and out_proj, the
+    attention projections, the MLP and expert matrices (what Transformer Engine casts)."""
+    n_m, n_a, n_d, n_e = counts
+    mamba, attn, mlp, moe_other = _hybrid_layer_params(c, inv)
+    routed = inv[1]
+    expert = n_e * routed / (c.ep * c.etp)
+    dense = n_m * mamba + n_a * attn + n_d * mlp + n_e * moe_other
+    norm = c.pc.norms
+    d_inner, gn, nheads = c.hyb[:3]
+    mamba_linear = (c.h * (2 * d_inner + 2 * gn + nheads) + d_inner * c.h) / c.tp
+    linear = (n_m * mamba_linear + n_a * (attn - norm) + n_d * (mlp - norm)
+              + n_e * (moe_other - norm - c.h * c.experts) + expert)
+    return dense, expert, linear
 
 
 def _frozen_base(c: Ctx, per_param: tuple, n_dense: int, n_moe: int, dense: float, expert: float,
@@ -481,7 +602,12 @@ def stage_memory(c: Ctx, A, k: int, states: tuple | None = None, acts: tuple | N
         per_moe = act_work_moe = 0.0
     inflight = chunks_in_flight(c, k)
     v = c.vpp
-    act_layers = (n_dense * per_dense + n_moe * per_moe) / v * inflight
+    if c.hsplit is None:
+        act_layers = (n_dense * per_dense + n_moe * per_moe) / v * inflight
+    else:   # a hybrid stack: the sum over its layer kinds
+        per_stage, act_work_dense = _hybrid_stage_acts(c, A, k)
+        act_layers = per_stage / v * inflight
+        act_work_moe = 0.0
     off = offloaded_layers(c, A, n_layers)
     if off:
         # pp 1: one micro-batch in flight; `off` layers leave the GPU but for one layer's double buffer

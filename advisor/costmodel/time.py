@@ -54,8 +54,11 @@ _SOFTMAX_FWD_SHARE = 9.0 / 22.0  # forward part of softmax_bytes_per_score (see 
 _NO_COMM = (0.0, 0.0, 0.0, False)   # what the comm.*_per_microbatch terms return for a degree of 1
 
 
-def per_token_forward_flops(c: Ctx, n_dense: float, n_moe: float, logits: bool, vocab: float):
-    """Forward FLOPs per token for n_dense + n_moe layers: (linear GEMMs, attention scores at full s^2)."""
+def per_token_forward_flops(c: Ctx, n_dense: float, n_moe: float, logits: bool, vocab: float, kinds=None):
+    """Forward FLOPs per token for n_dense + n_moe layers: (linear GEMMs, attention scores at full s^2).
+    `kinds` = (Mamba, attention, MLP, MoE) layers of a hybrid stack instead (hybrid_forward_flops)."""
+    if kinds is not None:
+        return hybrid_forward_flops(c, kinds, logits, vocab)
     pc = c.pc
     lin = n_dense * (pc.attention + pc.dense_mlp)
     if n_moe:
@@ -67,10 +70,46 @@ def per_token_forward_flops(c: Ctx, n_dense: float, n_moe: float, logits: bool, 
     return lin, attn
 
 
+def ssd_flops_per_token(c: Ctx) -> float:
+    """Forward FLOPs per token of one Mamba-2 layer outside its GEMMs: the chunked SSD scan and the
+    depthwise conv1d. Dao & Gu 2024 (arXiv:2405.21060) §6: the sequence is cut into chunks of Q
+    tokens; within a chunk the output is the masked "attention-like" product (C B^T) X, Q x Q per
+    group of d_state columns then per head of head_dim columns, i.e. 2 Q d_state ngroups + 2 Q d_inner
+    FLOPs per token (the causal mask is not skipped, as the Triton kernels compute the whole block);
+    across chunks, each chunk's state B^T X (d_state x head_dim per head) and the output C h read
+    from the passed states, 2 d_state d_inner each: 4 d_state d_inner per token. The conv1d:
+    2 d_conv FLOPs per channel per token. Linear in s, as §6 states (O(T N^2) training FLOPs for
+    head_dim = N)."""
+    d_inner, gn, nheads, conv_ch, state, chunk, d_conv = c.hyb[:7]
+    return 2.0 * chunk * (gn + d_inner) + 4.0 * state * d_inner + 2.0 * d_conv * conv_ch
+
+
+def hybrid_forward_flops(c: Ctx, kinds: tuple, logits: bool, vocab: float):
+    """per_token_forward_flops of a hybrid stack: (linear GEMMs, sequence-mixing FLOPs). A Mamba layer's
+    GEMMs are in_proj and out_proj at 2 FLOPs per weight per token (its conv1d, dt_bias, A_log, D and
+    norm weights are not GEMM operands), its scan ssd_flops_per_token goes with the attention scores
+    (the kernels timed as the attention core); attention-only layers as a dense layer's attention,
+    MLP-only and MoE-only layers as their MLPs."""
+    pc = c.pc
+    n_m, n_a, n_d, n_e = kinds
+    d_inner, gn, nheads = c.hyb[:3]
+    mamba_gemm = c.h * (2 * d_inner + 2 * gn + nheads) + d_inner * c.h
+    lin = n_m * mamba_gemm + n_a * pc.attention + n_d * pc.dense_mlp
+    if n_e:
+        lin += n_e * (c.h * c.experts + (c.topk + c.shared) * pc.expert)
+    lin *= 2.0
+    if logits:
+        lin += 2.0 * c.h * vocab
+    attn = n_a * 2.0 * c.seq_attn * (c.wq + c.wo)
+    if n_m:
+        attn += n_m * ssd_flops_per_token(c)
+    return lin, attn
+
+
 def model_flops_per_step(c: Ctx) -> float:
     """Model FLOPs of one optimizer step over the whole cluster (no recompute, full s^2, unpadded V)."""
     n_moe = moe_layers_before(c, c.L)
-    lin, attn = per_token_forward_flops(c, c.L - n_moe, n_moe, True, c.vocab)
+    lin, attn = per_token_forward_flops(c, c.L - n_moe, n_moe, True, c.vocab, c.hcounts)
     if c.frozen:
         # LoRA / QLoRA as NeMo counts them (costmodel.adapters): frozen linears forward + input
         # gradient (2x), attention and the adapters forward + backward (3x)
@@ -82,7 +121,10 @@ def executed_flops_per_step(c: Ctx, A) -> float:
     """Hardware FLOPs per step over the cluster (HFU numerator, Korthikanti et al. 2022 §5): model
     FLOPs plus the recompute passes, logits over the padded vocabulary, full s^2 attention."""
     n_moe = moe_layers_before(c, c.L)
-    lin, attn = per_token_forward_flops(c, c.L - n_moe, n_moe, False, 0.0)
+    n_dense = c.L - n_moe
+    if c.hcounts is not None:      # a hybrid stack: its MLP and MoE layers carry the selective extras
+        n_dense, n_moe = c.hcounts[2], c.hcounts[3]
+    lin, attn = per_token_forward_flops(c, c.L - n_moe, n_moe, False, 0.0, c.hcounts)
     lin_mul, attn_mul = _recompute_factors(c, A, causal=False)
     extra = _selective_extra(c, A)
     if c.frozen:   # no weight-gradient GEMMs for the frozen linears; the adapters run fwd + bwd (+ recompute)
@@ -92,7 +134,7 @@ def executed_flops_per_step(c: Ctx, A) -> float:
     if extra is None:
         return (lin * lin_mul + attn * attn_mul + 3.0 * 2.0 * c.h * c.vpad) * c.gbs * c.seq
     # selective recompute_modules beyond core_attn: their GEMMs run forward once more
-    rec = (c.L - n_moe) * extra[0] + n_moe * extra[1]
+    rec = n_dense * extra[0] + n_moe * extra[1]
     return (lin * lin_mul + rec + attn * attn_mul + 3.0 * 2.0 * c.h * c.vpad) * c.gbs * c.seq
 
 
@@ -108,10 +150,18 @@ def _recompute_factors(c: Ctx, A, causal: bool = True):
     return 3.0, 3.0 * cf
 
 
-def _gemm_calls(c: Ctx, n_dense: int, n_moe: int) -> float:
+def _gemm_calls(c: Ctx, n_dense: int, n_moe: int, kinds=None) -> float:
     """Linear-layer GEMM calls of one forward pass over n_dense + n_moe layers on one rank: QKV and
     output projection (MLA: + the q/kv down and up projections), FC1 (gate and up fused) and FC2;
-    an MoE layer runs FC1/FC2 once per local expert (experts / ep) plus once for the shared experts."""
+    an MoE layer runs FC1/FC2 once per local expert (experts / ep) plus once for the shared experts.
+    A hybrid stack (`kinds` = Mamba, attention, MLP, MoE layers): in_proj and out_proj per Mamba
+    layer, the attention's and the MLP's calls per attention-only and MLP-only layer."""
+    if kinds is not None:
+        n_m, n_a, n_d, n_e = kinds
+        calls = 2.0 * (n_m + n_a + n_d)
+        if n_e:
+            calls += n_e * (2.0 * (c.experts / c.ep) + (2.0 if c.shared else 0.0))
+        return calls
     attn = 2.0 + (3.0 if c.latent else 0.0)
     calls = n_dense * (attn + 2.0)
     if n_moe:
@@ -134,6 +184,41 @@ def _elementwise_bytes_per_layer(c: Ctx) -> tuple[float, float]:
     if c.experts > 1:
         moe = ((4.0 if c.gated else 2.0) + 2.0) * c.f_moe * (c.topk + c.shared) / t + 4.0 * h * c.topk / t
     return rep / div + shd + mlp, rep / div + shd + moe
+
+
+def _hybrid_traffic(c: Ctx) -> tuple:
+    """Per-layer HBM bytes per token of a hybrid stack's kinds (Mamba, attention, MLP, MoE), as
+    _elementwise_bytes_per_layer and _cast_bytes_per_layer count them for a dense and an MoE layer:
+    (element-wise bytes by kind, quantisation bytes by kind). Each kind has its own norm (2h in,
+    2h out, replicated unless SP); an attention-only layer's and an MLP-only layer's tensors are the
+    two halves of a dense layer's; a Mamba layer's are mamba_activations' TP-sharded tensors
+    (without the mask), and its quantised GEMM operands the in_proj input and output gradient and
+    the out_proj input and output gradient."""
+    div = c.tp if c.sp else 1
+    h, t = c.h, c.tp
+    norm = 4.0 * h / div
+    d_inner, gn, nheads = c.hyb[:3]
+    attn = norm + (2.0 * c.wq + 2.0 * c.wo) / t + 2.0 * (c.wk + c.wv) / c.kv_div
+    mlp = norm + ((4.0 if c.gated else 2.0) + 2.0) * c.f / t
+    moe = 0.0
+    if c.experts > 1:
+        moe = norm + ((4.0 if c.gated else 2.0) + 2.0) * c.f_moe * (c.topk + c.shared) / t + 4.0 * h * c.topk / t
+    mamba = 0.0
+    if d_inner:
+        mamba = norm + (2 * (2 * d_inner + 2 * gn + nheads) + 6 * d_inner) / t
+    ew = (mamba, attn, mlp, moe)
+    if not c.lowp_bytes:
+        return ew, (0.0, 0.0, 0.0, 0.0)
+    per_elem = 2.0 * c.lowp_bytes
+    hin = c.h / t if c.sp else c.h
+    up = 2.0 if c.gated else 1.0
+    cast_m = 2.0 * hin + (3 * d_inner + 2 * gn + nheads) / t if d_inner else 0.0
+    cast_a = 2.0 * hin + c.wq / t + (c.wq + c.wk + c.wv) / t
+    cast_d = 2.0 * hin + c.f / t + up * c.f / t
+    cast_e = 0.0
+    if c.experts > 1:
+        cast_e = (c.topk + c.shared) * (2.0 * c.h + (1.0 + up) * c.f_moe / c.etp) * (c.etp / t)
+    return ew, (cast_m * per_elem, cast_a * per_elem, cast_d * per_elem, cast_e * per_elem)
 
 
 def _cast_bytes_per_layer(c: Ctx) -> tuple[float, float]:
@@ -314,7 +399,7 @@ def _compute_plan(c: Ctx, A) -> tuple:
             _selective_extra(c, A), logits_t, cast_dense, cast_moe)
 
 
-def _stage_compute(c: Ctx, A, n_dense: int, n_moe: int, last: bool, plan: tuple | None = None):
+def _stage_compute(c: Ctx, A, n_dense: int, n_moe: int, last: bool, plan: tuple | None = None, kinds=None):
     """Seconds of compute for one micro-batch on one rank of a stage, its executed FLOPs, and the
     attention-core part of the time (the window CP ring traffic hides behind).
 
@@ -327,13 +412,15 @@ def _stage_compute(c: Ctx, A, n_dense: int, n_moe: int, last: bool, plan: tuple 
       unfused softmax chain at compute_efficiency plus its HBM traffic (softmax_bytes_per_score);
     - element-wise kernels: `elementwise_traffic` x the stored activation bytes, at hbm_efficiency
       of HBM bandwidth (memory-bound), plus the fp32 logits of the loss on the last stage.
-    `plan` = _compute_plan(c, A), when the caller times several stages of the layout.
+    `plan` = _compute_plan(c, A), when the caller times several stages of the layout. `kinds`: the
+    stage's (Mamba, attention, MLP, MoE) layers of a hybrid stack (c.hsplit[k]); n_dense and n_moe
+    are then its MLP and MoE layers.
     """
     (T, tokens, lin_mul, attn_mul, logits_flops, rate, hbm, attn_rate, share, elementwise, extra, logits_t,
      cast_dense, cast_moe) = plan or _compute_plan(c, A)
-    lin, attn = per_token_forward_flops(c, n_dense, n_moe, False, 0.0)
+    lin, attn = per_token_forward_flops(c, n_dense, n_moe, False, 0.0, kinds)
     lin_f = lin * lin_mul * tokens
-    calls = _gemm_calls(c, n_dense, n_moe) * lin_mul
+    calls = _gemm_calls(c, n_dense, n_moe, kinds) * lin_mul
     if extra is not None:   # selective recompute_modules beyond core_attn (_selective_extra)
         lin_f += (n_dense * extra[0] + n_moe * extra[1]) * tokens
         calls += n_dense * extra[2] + n_moe * extra[3]
@@ -344,14 +431,20 @@ def _stage_compute(c: Ctx, A, n_dense: int, n_moe: int, last: bool, plan: tuple 
         lin_t += logits_t
     attn_t = attn_f / attn_rate
     if not c.flash:
-        scores = (n_dense + n_moe) * c.a / c.tp * c.s_loc * c.seq * c.b
+        n_attn = (n_dense + n_moe) if kinds is None else kinds[1]
+        scores = n_attn * c.a / c.tp * c.s_loc * c.seq * c.b
         attn_t += scores * A.softmax_bytes_per_score * share / hbm
+    if kinds is not None:
+        traffic, casts = _hybrid_traffic(c)
     ew_t = 0.0
     if elementwise is not None:
         per_dense, per_moe, recompute_factor, logits = elementwise
-        ew = n_dense * per_dense
-        if n_moe:
-            ew += n_moe * per_moe
+        if kinds is None:
+            ew = n_dense * per_dense
+            if n_moe:
+                ew += n_moe * per_moe
+        else:
+            ew = sum(n * x for n, x in zip(kinds, traffic))
         ew = ew * recompute_factor
         if extra is not None:   # one more forward of the recomputed modules' kernels: 1/3 of fwd + bwd
             ew += (n_dense * extra[4] + n_moe * extra[5]) / 3.0
@@ -359,7 +452,8 @@ def _stage_compute(c: Ctx, A, n_dense: int, n_moe: int, last: bool, plan: tuple 
             ew += logits
         ew_t = A.elementwise_traffic * ew * T / hbm
     if cast_dense:   # the recipe's quantisation; full recompute casts the forward inputs (half) again
-        ew_t += (n_dense * cast_dense + n_moe * cast_moe) * (1.5 if c.recompute == "full" else 1.0) * T / hbm
+        cast = (n_dense * cast_dense + n_moe * cast_moe) if kinds is None else sum(n * x for n, x in zip(kinds, casts))
+        ew_t += cast * (1.5 if c.recompute == "full" else 1.0) * T / hbm
     if c.frozen:
         ad_t, ad_f = _adapter_compute(c, A, n_dense, n_moe, tokens, hbm)
         lin_t += ad_t
@@ -426,12 +520,13 @@ def stage_times(c: Ctx, A, k: int, dense_params: float, expert_params: float, pl
     n_layers, n_dense, n_moe = c.split[k]   # layers, dense and MoE layers of stage k (context._split)
     first, last = k == 0, k == c.pp - 1
     compute_plan, tp_plan_, cp_plan_, ep_plan_ = plans or _plans(c, A)
-    comp, flops, attn_t = _stage_compute(c, A, n_dense, n_moe, last, compute_plan)
+    kinds = c.hsplit[k] if c.hsplit is not None else None
+    comp, flops, attn_t = _stage_compute(c, A, n_dense, n_moe, last, compute_plan, kinds)
     # async TP backward collectives hide behind the weight-gradient GEMMs: backward is 2x forward and
     # half of it is wgrad, so ~1/3 of the layer's forward+backward GEMM time. A dimension of degree 1
     # (or a stage without MoE layers) moves nothing: its terms are _NO_COMM without the call.
-    tp = tp_per_microbatch(c, A, n_dense, n_moe, first, last, comp / 3.0, tp_plan_) if c.tp > 1 else _NO_COMM
-    cp = cp_per_microbatch(c, A, n_layers, attn_t, cp_plan_) if c.cp > 1 else _NO_COMM
+    tp = tp_per_microbatch(c, A, n_dense, n_moe, first, last, comp / 3.0, tp_plan_, kinds) if c.tp > 1 else _NO_COMM
+    cp = cp_per_microbatch(c, A, n_layers, attn_t, cp_plan_, kinds) if c.cp > 1 else _NO_COMM
     ep = _ep_per_microbatch(c, A, n_moe, ep_plan_) if c.ep > 1 and n_moe else _NO_COMM
     ep_floor = _ep_unhidden(A, ep[2])
     if A.ep_a2a_overlap and ep[2]:
@@ -585,20 +680,21 @@ def _floors(c: Ctx, A, variants, own: dict | None, opt: float) -> dict:
         compute_plan, tp_plan_, cp_plan_, ep_plan_ = _plans(ctx, A)
         for k in stages:
             _, n_dense, n_moe = c.split[k]
+            kinds = c.hsplit[k] if c.hsplit is not None else None
             first, last = k == 0, k == c.pp - 1
             # c's own micro-batch: its compute and EP terms are T's (the same function of the same inputs)
             if ctx is c and own is not None:
                 comp, ep_floor = own[k]
             else:
-                comp = _stage_compute(ctx, A, n_dense, n_moe, last, compute_plan)[0]
+                comp = _stage_compute(ctx, A, n_dense, n_moe, last, compute_plan, kinds)[0]
                 ep = _ep_per_microbatch(ctx, A, n_moe, ep_plan_) if ctx.ep > 1 and n_moe else _NO_COMM
                 ep_floor = _ep_unhidden(A, ep[2])
             x = comp
             if ctx.tp > 1:      # tp_unhidden is 0.0 for tp 1
-                x += tp_unhidden(ctx, A, n_dense, n_moe, first, last, tp_plan_)
+                x += tp_unhidden(ctx, A, n_dense, n_moe, first, last, tp_plan_, kinds)
             x += ep_floor
             if ctx.deepspeed:   # Ulysses all-to-all: exposed whatever the window
-                x += cp_per_microbatch(ctx, A, n_dense + n_moe, 0.0, cp_plan_)[2]
+                x += cp_per_microbatch(ctx, A, n_dense + n_moe, 0.0, cp_plan_, kinds)[2]
             if x > worst:
                 worst = x
         per_b[b] = worst

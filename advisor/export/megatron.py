@@ -123,6 +123,15 @@ MEGATRON_FLAGS: dict[str, MegatronFlag] = dict([
        note="declared among the vision arguments (char 183492), read by every Megatron-Core model "
             "(TransformerConfig.qk_layernorm): a norm over each query and key head"),
     _f("--mtp-num-layers", "int", f"{_NET}, {_W(80)}"),
+    # hybrid Mamba stacks (pretrain_mamba.py; NVIDIA/Megatron-LM examples/mamba/train.sh @ 55ac7082)
+    _f("--hybrid-override-pattern", "str", _pinned("arguments.py L3660 _add_experimental_args (deprecated "
+       "for --hybrid-layer-pattern, still accepted: L743)", "arguments.py L2828 _add_experimental_args")),
+    _f("--spec", "str_list", _pinned("arguments.py L3645 _add_experimental_args", "arguments.py L2815"),
+       note="nargs='*': module and name of the layer spec; mamba_builders.py raises without it"),
+    _f("--mamba-state-dim", "int", _pinned(f"{_TC} L1259 TransformerConfig.mamba_state_dim", f"{_TC} L846")),
+    _f("--mamba-head-dim", "int", _pinned(f"{_TC} L1262 TransformerConfig.mamba_head_dim", f"{_TC} L849")),
+    _f("--mamba-num-groups", "int", _pinned(f"{_TC} L1265 TransformerConfig.mamba_num_groups", f"{_TC} L852")),
+    _f("--mamba-num-heads", "int", _pinned(f"{_TC} L1268 TransformerConfig.mamba_num_heads", f"{_TC} L855")),
     # _add_data_args
     _f("--seq-length", "int", f"_add_data_args, {_W(160)}"),
     # _add_training_args: batch, recompute, biases, sequence parallelism, offload
@@ -373,6 +382,19 @@ def _shape(out: _Args, layout: Layout, model: Model, b: Batch, A: Assumptions) -
     _moe(out, layout, model, A)
     if model.mtp_layers:
         out.add("--mtp-num-layers", model.mtp_layers)
+    if model.hybrid_pattern is not None:
+        # Megatron-Core's hybrid stack: pretrain_mamba.py with the Mamba layer spec (mamba_builders.py
+        # needs --spec) and the pattern; d_conv 4 and chunk 128 are MambaMixer's fixed defaults
+        out.add("--spec", "megatron.core.models.mamba.mamba_layer_specs", "mamba_stack_spec")
+        out.add("--hybrid-override-pattern", model.hybrid_pattern)
+        if "M" in model.hybrid_pattern:
+            if (model.mamba_conv, model.mamba_chunk) != (4, 128):
+                raise InputError("Model.mamba_conv", (model.mamba_conv, model.mamba_chunk),
+                                 "(4, 128): Megatron-LM has no flag for MambaMixer's d_conv and chunk_size")
+            out.add("--mamba-state-dim", model.mamba_state)
+            out.add("--mamba-head-dim", model.mamba_head_dim)
+            out.add("--mamba-num-groups", model.mamba_groups)
+            out.add("--mamba-num-heads", model.mamba_heads)
 
 
 def _positions(out: _Args, layout: Layout, model: Model, b: Batch) -> None:
@@ -394,6 +416,9 @@ def _positions(out: _Args, layout: Layout, model: Model, b: Batch) -> None:
                           "Megatron asserts max_position_embeddings >= seq_length")
         out.add("--max-position-embeddings", table)
         out.add("--position-embedding-type", "learned_absolute")
+    elif model.position_embedding == "none":
+        out.add("--max-position-embeddings", max(model.max_position or 0, b.seq))
+        out.add("--position-embedding-type", "none")
     else:
         out.add("--max-position-embeddings", max(model.max_position or 0, b.seq))
         out.add("--position-embedding-type", "rope")
@@ -634,10 +659,13 @@ def _needs_single_connection(layout: Layout) -> bool:
 
 
 def megatron_command(layout: Layout, model: Model, training: Training, cluster: Cluster,
-                     assumptions: Assumptions | None = None, *, script: str = "pretrain_gpt.py",
+                     assumptions: Assumptions | None = None, *, script: str | None = None,
                      version: str = "main") -> str:
-    """A shell command: `torchrun ... pretrain_gpt.py` with one Megatron flag (and its values) per
-    line, shell-quoted, continued with backslashes. Add your tokenizer, data and checkpoint flags."""
+    """A shell command: `torchrun ... pretrain_gpt.py` (`pretrain_mamba.py` for a hybrid model,
+    Megatron-LM's entry point for MambaModel at both pins) with one Megatron flag (and its values)
+    per line, shell-quoted, continued with backslashes. Add your tokenizer, data and checkpoint flags."""
+    if script is None:
+        script = "pretrain_mamba.py" if model.hybrid_pattern is not None else "pretrain_gpt.py"
     args = megatron_args(layout, model, training, cluster, assumptions, version=version)
     lines: list[str] = []
     i = 0

@@ -13,7 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["ParameterCount", "count_parameters", "windowed_layers"]
+__all__ = ["HYBRID_KINDS", "ParameterCount", "count_parameters", "hybrid_counts", "mamba_dims", "mamba_shape_ok", "windowed_layers"]
+
+# The layer kinds of Megatron-Core's hybrid stack (megatron/core/ssm/mamba_hybrid_layer_allocation.py
+# Symbols: MAMBA "M", ATTENTION "*", MLP "-", MOE "E"); each is one layer with its own pre-norm.
+HYBRID_KINDS = ("M", "*", "-", "E")
 
 
 @dataclass(frozen=True)
@@ -42,11 +46,25 @@ class ParameterCount:
 
     @property
     def dense_layer(self) -> int:
+        if self.hybrid:
+            return self.dense_mlp + self.final_norm
         return self.attention + self.dense_mlp + self.norms
 
     @property
     def moe_layer(self) -> int:
+        if self.hybrid:
+            return self.moe_mlp + self.final_norm
         return self.attention + self.moe_mlp + self.norms
+
+    @property
+    def attention_layer(self) -> int:
+        """One attention-only layer of a hybrid stack ("*"): attention + its pre-norm."""
+        return self.attention + self.final_norm
+
+    @property
+    def mamba_layer(self) -> int:
+        """One Mamba-2 layer of a hybrid stack ("M"): the mixer + its pre-norm."""
+        return self.mamba + self.final_norm
 
     @property
     def routed_experts(self) -> int:
@@ -57,10 +75,18 @@ class ParameterCount:
     def largest_layer(self) -> int:
         """The biggest single module DeepSpeed ZeRO-3 gathers at once (its estimator's 'largest layer')."""
         return max(self.embedding, self.output, self.dense_layer if self.dense_layer_count else 0,
-                   self.moe_layer if self.moe_layer_count else 0)
+                   self.moe_layer if self.moe_layer_count else 0,
+                   self.attention_layer if self.attention_layer_count else 0,
+                   self.mamba_layer if self.mamba_layer_count else 0)
 
     _experts: int = 1
     mtp_shared: int = 0     # embedding + output head each MTP module re-stores in the checkpoint
+    # hybrid stacks (Model.hybrid_pattern): one Mamba-2 mixer's parameters and the layer counts by
+    # kind; there a "dense layer" is an MLP-only layer ("-") and an "MoE layer" an MoE-only one ("E")
+    mamba: int = 0
+    mamba_layer_count: int = 0
+    attention_layer_count: int = 0
+    hybrid: bool = False
 
 
 def _attention(m) -> int:
@@ -94,6 +120,44 @@ def _mlp(m, inner: int) -> int:
     return 2 * h * inner + ((inner + h) if m.bias else 0)   # up, down
 
 
+def mamba_dims(m) -> tuple[int, int, int, int]:
+    """(d_inner, ngroups * d_state, nheads, conv channels) of a Mamba-2 mixer: d_inner = heads x
+    head_dim; x, B, C pass the conv1d, so it has d_inner + 2 ngroups d_state channels (Dao & Gu 2024,
+    arXiv:2405.21060 §7 Mamba-2 block; Megatron-Core megatron/core/ssm/mamba_mixer.py)."""
+    d_inner = m.mamba_heads * m.mamba_head_dim
+    gn = m.mamba_groups * m.mamba_state
+    return d_inner, gn, m.mamba_heads, d_inner + 2 * gn
+
+
+def _mamba(m) -> int:
+    """One Mamba-2 mixer: in_proj h -> (z, x, B, C, dt) = 2 d_inner + 2 ngroups d_state + nheads, the
+    depthwise conv1d (kernel d_conv, with bias: HF use_conv_bias, Megatron conv_bias=True), dt_bias,
+    A_log and D (nheads each), the gated RMSNorm over d_inner, out_proj d_inner -> h, no linear biases
+    (HF mamba_proj_bias False; Megatron-Core mamba_mixer.py `in_proj`, `conv1d`, `dt_bias`, `A_log`,
+    `D`, `norm`, `out_proj`; HF transformers models/nemotron_h/modeling_nemotron_h.py NemotronHMamba2Mixer)."""
+    d_inner, gn, nheads, conv_ch = mamba_dims(m)
+    h = m.hidden
+    in_proj = h * (2 * d_inner + 2 * gn + nheads)
+    conv = conv_ch * m.mamba_conv + conv_ch
+    return in_proj + conv + 3 * nheads + d_inner + d_inner * h
+
+
+def mamba_shape_ok(heads: int, groups: int, tp: int, cp: int) -> bool:
+    """Megatron-Core's Mamba-2 mixer shards heads and B/C groups over TP (megatron/core/ssm/mamba_mixer.py:
+    nheads % tp == 0, ngroups % tp == 0) and its all-to-all CP shards each TP rank's heads again
+    (megatron/core/ssm/mamba_context_parallel.py MambaContextParallel: (nheads / tp) % cp == 0, and
+    ngroups / tp a multiple of cp or a divisor of it)."""
+    if heads % tp or groups % tp:
+        return False
+    g_tp = groups // tp
+    return not ((heads // tp) % cp or (g_tp % cp and cp % g_tp))
+
+
+def hybrid_counts(pattern: str) -> tuple[int, int, int, int]:
+    """(Mamba, attention, MLP, MoE) layers of a hybrid pattern (Model.hybrid_pattern)."""
+    return pattern.count("M"), pattern.count("*"), pattern.count("-"), pattern.count("E")
+
+
 def windowed_layers(m) -> int:
     """Layers that attend locally: a sliding window or their chunk (Model.sliding_window,
     attention_chunk, global_attention_every)."""
@@ -125,6 +189,17 @@ def count_parameters(m) -> ParameterCount:
     if getattr(m, "qk_norm", False):                 # Qwen3: q_norm and k_norm over one head each
         layer_norms += 2 * m.head_dim * (1 if m.norm == "rmsnorm" else 2)
     body = dense_layers * (attention + dense_mlp + layer_norms) + moe_layers * (attention + moe_mlp + layer_norms)
+    pattern = getattr(m, "hybrid_pattern", None)
+    mamba = n_mamba = n_attn = 0
+    if pattern is not None:
+        # each character is a layer of one block and one pre-norm (Megatron-Core MambaLayer,
+        # TransformerLayer with IdentityOp MLP or attention: megatron/core/models/mamba/mamba_layer_specs.py)
+        n_mamba, n_attn, dense_layers, moe_layers = hybrid_counts(pattern)
+        mamba = _mamba(m) if n_mamba else 0
+        qk = layer_norms - 2 * norm               # qk_norm weights belong to the attention layers
+        layer_norms = norm
+        body = (n_mamba * (mamba + norm) + n_attn * (attention + norm + qk) + dense_layers * (dense_mlp + norm)
+                + moe_layers * (moe_mlp + norm))
     total = embedding + output + body + norm
     inactive = moe_layers * (m.experts - m.experts_per_token) * expert
     # One DeepSeek-V3 MTP module: two norms, a 2h->h projection, one (MoE) layer, a final norm.
@@ -138,5 +213,6 @@ def count_parameters(m) -> ParameterCount:
         total=total, embedding=embedding, output=output, attention=attention, dense_mlp=dense_mlp,
         expert=expert, moe_mlp=moe_mlp, norms=layer_norms, final_norm=norm,
         dense_layer_count=dense_layers, moe_layer_count=moe_layers, active=total - inactive, mtp=mtp,
-        _experts=m.experts, mtp_shared=mtp_shared,
+        _experts=m.experts, mtp_shared=mtp_shared, mamba=mamba, mamba_layer_count=n_mamba,
+        attention_layer_count=n_attn, hybrid=pattern is not None,
     )

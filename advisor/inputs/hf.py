@@ -26,9 +26,11 @@ the embeddings are tied when the file does not say). Supported `model_type`s:
 | olmo2                    | as llama, plus QK-norm                                               |
 | falcon                   | GeLU 4h MLP, LayerNorm, RoPE, no biases, tied; MQA or GQA            |
 | llama4(_text)            | MoE interleaved with dense layers, shared expert, chunked attention  |
+| nemotron_h               | hybrid Mamba-2 / attention / relu2-MLP (/ MoE) layers by pattern     |
 
-`gemma3` and `llama4` (multimodal checkpoints) are read from their `text_config`. Hybrid models
-(`nemotron_h`, `falcon_h1`, `qwen3_next`, `mamba`) are refused with what is not modelled, never
+`gemma3` and `llama4` (multimodal checkpoints) are read from their `text_config`. `nemotron_h`
+is read into `Model.hybrid_pattern` and the `mamba_*` fields. The other hybrid and state-space
+models (`falcon_h1`, `qwen3_next`, `mamba`, `mamba2`) are refused with what is not modelled, never
 mapped to another family. A `max_position_embeddings` beyond 65,536 with no RoPE-scaling original
 length is a supported length, not the pretraining context (Mistral-Nemo: 1,024,000), so the model
 states no `seq_len` and the training's default applies (its trace says so).
@@ -148,13 +150,20 @@ _FAMILIES: dict[str, _Family] = {
     # intermediate_size_mlp, chunked attention (attention_chunk_size) on the RoPE layers and global
     # attention on every 4th (no_rope_layers, iRoPE), untied. The vision encoder is not part of it.
     "llama4_text": _Family("swiglu", "rmsnorm", "rope", False, False, False, False, moe="llama4"),
+    # NemotronHConfig (Nemotron-H 4B/8B/47B/56B, Nemotron Nano v2, Nemotron 3 Nano): a hybrid stack
+    # (hybrid_override_pattern, or the newer layers_block_type list) of Mamba-2 mixers, attention-only
+    # and MLP-only layers (ungated relu2 MLP: "gelu"), RMSNorm, no biases (attention_bias, mlp_bias,
+    # mamba_proj_bias default False), untied; the attention layers use no position embedding
+    # (NemotronHAttention applies no rotary embedding; Megatron --position-embedding-type none).
+    # huggingface/transformers@13923c63d59f73faebae79b2ee3fafc7e3a35201
+    # src/transformers/models/nemotron_h/configuration_nemotron_h.py
+    "nemotron_h": _Family("gelu", "rmsnorm", "none", False, False, False, False, moe="nemotron_h"),
 }
 # model_types whose config nests the language model under "text_config" (multimodal checkpoints):
 # the text model is read, the vision tower is not (it is not trained by the layouts advisor plans).
 _TEXT_CONFIG = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
 # Architectures advisor cannot describe yet, refused with what is missing instead of a wrong mapping.
 _NOT_YET = {
-    "nemotron_h": "hybrid Mamba-2 / attention layers (Nemotron-H) are not modelled yet",
     "qwen3_next": "Gated DeltaNet linear-attention layers (Qwen3-Next) are not modelled yet",
     "falcon_h1": "hybrid Mamba-2 / attention layers (Falcon-H1) are not modelled yet",
     "mamba": "Mamba layers are not modelled yet",
@@ -281,6 +290,8 @@ def model_fields_from_hf_config(path_or_dict: str | os.PathLike[str] | Mapping[s
         _deepseek(r, kwargs)
     elif fam.moe == "qwen3":
         _qwen3_moe(r, kwargs, layers)
+    elif fam.moe == "nemotron_h":
+        _nemotron_h(r, kwargs, layers)
 
     return HFModelFields(kwargs, model_type, where)
 
@@ -294,7 +305,67 @@ _NO_MLP_BIAS = ("gemma", "qwen3", "qwen3_moe")
 _HF_KEY = {"layers": _LAYERS[0], "hidden": _HIDDEN[0], "heads": _HEADS[0], "kv_heads": "num_key_value_heads",
            "ffn_hidden": _FFN[0], "vocab": _VOCAB[0], "max_position": _MAX_POS[0], "experts": "n_routed_experts",
            "experts_per_token": "num_experts_per_tok", "moe_ffn_hidden": "moe_intermediate_size",
-           "dense_layers": "first_k_dense_replace", "mtp_layers": "num_nextn_predict_layers"}
+           "dense_layers": "first_k_dense_replace", "mtp_layers": "num_nextn_predict_layers",
+           "hybrid_pattern": "hybrid_override_pattern", "mamba_heads": "mamba_num_heads",
+           "mamba_state": "ssm_state_size", "mamba_groups": "n_groups", "mamba_conv": "conv_kernel"}
+
+
+# NemotronHConfig.layers_block_type names -> Model.hybrid_pattern characters (the config class's
+# _list_to_pattern; "mamba" and "attention" are the legacy names it remaps).
+_NEMOTRON_H_KINDS = {"linear_attention": "M", "mamba": "M", "full_attention": "*", "attention": "*",
+                     "mlp": "-", "moe": "E"}
+
+
+def _nemotron_h(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
+    """The hybrid pattern, the Mamba-2 mixer's sizes and, with "E" layers, the MoE (NemotronHConfig)."""
+    pattern = r.cfg.get("hybrid_override_pattern")
+    listed = r.cfg.get("layers_block_type")
+    if pattern is None and isinstance(listed, list):
+        unknown = sorted({str(k) for k in listed} - set(_NEMOTRON_H_KINDS))
+        if unknown:
+            raise InputError("hf_config.layers_block_type", unknown, f"names among {sorted(_NEMOTRON_H_KINDS)}",
+                             _where(r.where))
+        pattern = "".join(_NEMOTRON_H_KINDS[k] for k in listed)
+    if not isinstance(pattern, str):
+        r.missing(("hybrid_override_pattern", "layers_block_type"))
+    if len(pattern) != layers:
+        # NemotronHConfig derives num_hidden_layers from the pattern
+        kwargs["layers"] = len(pattern)
+    kwargs["hybrid_pattern"] = pattern
+    if "M" in pattern:
+        kwargs["mamba_heads"] = r.required(("mamba_num_heads",))
+        kwargs["mamba_head_dim"] = r.required(("mamba_head_dim",))
+        kwargs["mamba_state"] = r.required(("ssm_state_size",))
+        kwargs["mamba_groups"] = r.optional(("n_groups", "mamba_n_groups")) or 8
+        kwargs["mamba_conv"] = r.optional(("conv_kernel", "mamba_d_conv")) or 4
+        kwargs["mamba_chunk"] = r.optional(("chunk_size", "mamba_chunk_size")) or 128
+        if r.flag("mamba_proj_bias", False) or not r.flag("use_conv_bias", True):
+            raise InputError("hf_config.mamba_proj_bias", True, "false (and use_conv_bias true), as every "
+                             "Nemotron-H checkpoint", "other Mamba-2 bias layouts are not counted")
+    if r.flag("attention_bias", False) or r.flag("mlp_bias", False):
+        raise InputError("hf_config.attention_bias", True, "false, as every Nemotron-H checkpoint",
+                         "biased hybrid layers are not counted")
+    if (r.optional(("num_nextn_predict_layers",), allow_zero=True) or 0) > 0:
+        raise InputError("hf_config.num_nextn_predict_layers", r.cfg["num_nextn_predict_layers"], "0",
+                         "MTP modules of hybrid models are not modelled")
+    if "E" in pattern:
+        if r.cfg.get("moe_latent_size") is not None:
+            raise InputError("hf_config.moe_latent_size", r.cfg["moe_latent_size"], "null",
+                             "latent MoE projections (Nemotron 3 Super) are not modelled")
+        expert = r.required(("moe_intermediate_size",))
+        kwargs["experts"] = r.required(("n_routed_experts",))
+        kwargs["experts_per_token"] = r.required(("num_experts_per_tok",))
+        kwargs["moe_ffn_hidden"] = expert
+        shared = r.optional(("moe_shared_expert_intermediate_size",), allow_zero=True) or 0
+        if shared % expert:
+            raise InputError("hf_config.moe_shared_expert_intermediate_size", shared,
+                             f"a multiple of moe_intermediate_size ({expert})",
+                             "advisor.Model counts shared experts in units of one expert")
+        kwargs["shared_experts"] = shared // expert
+        # NemotronH MoE routing: sigmoid scores with a correction bias (Megatron-Bridge
+        # NemotronHModelProvider: moe_router_score_function "sigmoid", moe_router_enable_expert_bias)
+        kwargs["router_score"] = "sigmoid"
+        kwargs["router_expert_bias"] = True
 
 
 # --- attention windows, Falcon, Llama 4 ------------------------------------------------------------

@@ -13,7 +13,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from ..errors import InputError
 from . import presets
-from .architecture import count_parameters
+from .architecture import HYBRID_KINDS, count_parameters
 from .finetune import MAX_LORA_RANK, LoraTarget, Task, check_finetune, finetune_defaults
 from .bounds import MAX_DIM, MAX_EXPERTS, MAX_GPUS, MAX_LAYERS, MAX_PARAMS
 from .hf import model_fields_from_hf_config
@@ -176,7 +176,8 @@ class MLA(_Frozen):
 
 
 class Model(_Frozen):
-    """A decoder-only transformer: dense or mixture-of-experts, MHA / GQA / MLA attention.
+    """A decoder-only transformer: dense or mixture-of-experts, MHA / GQA / MLA attention, or a
+    hybrid stack of Mamba-2, attention, MLP and MoE layers (`hybrid_pattern`, Nemotron-H).
 
     `params` is the total parameter count. When omitted it is computed from the architecture;
     when given it must agree with the architecture within 3 %.
@@ -195,8 +196,10 @@ class Model(_Frozen):
     vocab: int = Field(ge=1, le=MAX_DIM * 8)
     activation: Literal["swiglu", "gelu"] = "swiglu"
     tied_embeddings: bool = False
-    position_embedding: Literal["rope", "learned", "alibi"] = "rope"
-    """"learned" adds a max_position × hidden table (GPT-2/3); RoPE and ALiBi add no parameters."""
+    position_embedding: Literal["rope", "learned", "alibi", "none"] = "rope"
+    """"learned" adds a max_position × hidden table (GPT-2/3); RoPE and ALiBi add no parameters;
+    "none": no position encoding (Nemotron-H, whose Mamba layers carry the order; Megatron
+    --position-embedding-type none)."""
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
     bias: bool = False
     """Linear layers carry biases (GPT-2/3, BLOOM style)."""
@@ -257,6 +260,29 @@ class Model(_Frozen):
     rope_scaling_factor: float | None = Field(None, gt=0, le=10_000)
     """rope_scaling.factor (Llama 3.1: 8, DeepSeek-V3: 40); set exactly when rope_scaling is not "none"."""
     mla: MLA | None = None
+    hybrid_pattern: str | None = None
+    """A hybrid stack, one character per layer as Megatron-Core's --hybrid-override-pattern
+    (megatron/core/ssm/mamba_hybrid_layer_allocation.py): "M" a Mamba-2 mixer, "*" self-attention,
+    "-" a dense MLP, "E" an MoE MLP, each with its own pre-norm and residual (Nemotron-H 8B:
+    "M-M-M-M*-..."; HF `hybrid_override_pattern`). Its length is `layers`. None: every layer is
+    attention + MLP."""
+    mamba_heads: int | None = Field(None, ge=1, le=MAX_DIM)
+    """Mamba-2 heads (HF mamba_num_heads, Megatron --mamba-num-heads); d_inner = mamba_heads x
+    mamba_head_dim (= expand x hidden)."""
+    mamba_head_dim: int | None = Field(None, ge=1, le=MAX_DIM)
+    """Channels per Mamba-2 head (HF mamba_head_dim; Megatron --mamba-head-dim, default 64)."""
+    mamba_state: int | None = Field(None, ge=1, le=MAX_DIM)
+    """SSM state size d_state (HF ssm_state_size; Megatron --mamba-state-dim, default 128)."""
+    mamba_groups: int = Field(8, ge=1, le=MAX_DIM)
+    """B/C groups (HF n_groups; Megatron --mamba-num-groups). Default 8, Megatron-Core's
+    (NVIDIA/Megatron-LM@55ac7082517c3878ae653c07c09c534b8aed49f6 megatron/core/transformer/
+    transformer_config.py L852 mamba_num_groups; L846 mamba_state_dim 128, L849 mamba_head_dim 64)."""
+    mamba_conv: int = Field(4, ge=1, le=1024)
+    """Causal depthwise conv1d kernel width d_conv (HF conv_kernel). Default 4, Megatron-Core's
+    MambaMixer d_conv=4 (@55ac7082 megatron/core/ssm/mamba_mixer.py L149), which Megatron has no flag for."""
+    mamba_chunk: int = Field(128, ge=1, le=1 << 16)
+    """SSD chunk length Q of the chunked scan (HF chunk_size). Default 128, MambaMixer chunk_size=128
+    (@55ac7082 mamba_mixer.py L164)."""
     mtp_layers: int = Field(0, ge=0, le=16)
     """Multi-token-prediction modules (DeepSeek-V3: 1); counted in params_with_mtp, not params."""
     seq_len: int | None = Field(None, ge=1, le=1 << 24)
@@ -310,6 +336,7 @@ class Model(_Frozen):
                              "0 unless sliding_window or attention_chunk is set", "it says which layers are not local")
         if self.moe_ffn_hidden is None and self.experts > 1:
             object.__setattr__(self, "moe_ffn_hidden", self.ffn_hidden)
+        self._check_hybrid()
         counted = count_parameters(self).total
         if counted > MAX_PARAMS:
             raise InputError("Model", f"{counted:.3g} parameters", f"at most {MAX_PARAMS:.0e} parameters",
@@ -323,6 +350,48 @@ class Model(_Frozen):
             )
         return self
 
+    def _check_hybrid(self) -> None:
+        p = self.hybrid_pattern
+        mamba = (self.mamba_heads, self.mamba_head_dim, self.mamba_state)
+        if p is None:
+            if any(v is not None for v in mamba):
+                raise InputError("Model.hybrid_pattern", None, "a layer pattern when mamba_* fields are set",
+                                 'e.g. "M-M*-" (M Mamba-2, * attention, - MLP, E MoE)')
+            return
+        bad = sorted(set(p) - set(HYBRID_KINDS))
+        if bad:
+            raise InputError("Model.hybrid_pattern", p, "only the characters M, *, - and E",
+                             f"unknown {''.join(bad)!r} (Megatron-Core --hybrid-override-pattern)")
+        if len(p) != self.layers:
+            raise InputError("Model.hybrid_pattern", f"{len(p)} characters", f"one per layer ({self.layers})",
+                             "each character is one layer, as Megatron-Core counts --num-layers")
+        if ("E" in p) != (self.experts > 1):
+            raise InputError("Model.experts", self.experts,
+                             "more than 1 exactly when hybrid_pattern has MoE layers (E)",
+                             f"the pattern has {p.count('E')} E layers")
+        if self.experts > 1 and (self.dense_layers or self.moe_layer_freq != 1):
+            raise InputError("Model.dense_layers", self.dense_layers, "0 (and moe_layer_freq 1) with hybrid_pattern",
+                             "the pattern says which layers are MoE")
+        if self.mla is not None or self.mtp_layers:
+            raise InputError("Model.mla" if self.mla is not None else "Model.mtp_layers",
+                             "set" if self.mla is not None else self.mtp_layers, "unset with hybrid_pattern",
+                             "MLA and MTP modules in a hybrid stack are not modelled")
+        if self.sliding_window is not None or self.attention_chunk is not None:
+            raise InputError("Model.sliding_window", self.sliding_window or self.attention_chunk,
+                             "None with hybrid_pattern", "windowed attention in a hybrid stack is not modelled")
+        if "M" in p:
+            for name, v in zip(("mamba_heads", "mamba_head_dim", "mamba_state"), mamba):
+                if v is None:
+                    raise InputError(f"Model.{name}", None, "a size when hybrid_pattern has Mamba layers (M)")
+            if self.mamba_heads % self.mamba_groups:
+                raise InputError("Model.mamba_groups", self.mamba_groups, f"a divisor of mamba_heads ({self.mamba_heads})",
+                                 f"mamba_heads({self.mamba_heads}) % mamba_groups({self.mamba_groups}) = "
+                                 f"{self.mamba_heads % self.mamba_groups}")
+
+    @property
+    def is_hybrid(self) -> bool:
+        return self.hybrid_pattern is not None
+
     @classmethod
     def preset(cls, name: str) -> "Model":
         """A built-in model, e.g. `Model.preset("llama-3-70b")`; `advisor presets` lists them."""
@@ -332,7 +401,7 @@ class Model(_Frozen):
     def from_hf_config(cls, path_or_dict, *, name: str | None = None) -> "Model":
         """A Model from a Hugging Face config.json (path, folder or dict): Llama, Mistral, Mixtral,
         Qwen2, Qwen3 (dense and MoE), DeepSeek-V2/V3, GPT-NeoX, BLOOM, GPT-2, Gemma, SmolLM3,
-        StarCoder2, Nemotron (advisor.hf.SUPPORTED_MODEL_TYPES). A missing key raises InputError
+        StarCoder2, Nemotron, Nemotron-H (advisor.hf.SUPPORTED_MODEL_TYPES). A missing key raises InputError
         naming it."""
         read = model_fields_from_hf_config(path_or_dict, name=name)
         try:
