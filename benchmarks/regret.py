@@ -1,0 +1,104 @@
+"""Regret report (issue 17 item 3): where the dev data measured several layouts of one model on one
+cluster, does the cost model order them as the measurements do?
+
+    python benchmarks/regret.py [--verbose]
+
+A group is the records of both dev files with the same GPU, GPU count, model shape, sequence length,
+task and GEMM format (any FP8 recipe counts as FP8; repeats of one configuration count once, as in
+calibrate_2025.py). Records of different software releases can share a group: the measured order
+then also carries the releases' differences. Each record is estimated
+with its published layout and the settings its source states (benchmarks/published.py), and compared
+by time per token: measured = estimated step x (est/reported ratio) / tokens per step, the ratio of
+calibrate_2025.py (the same FLOP conventions). Per group:
+- top-1: the layout the estimate ranks fastest is within 5% of the measured best (target: >= 80% of
+  the groups);
+- Kendall tau between the estimated and the measured order (pairs within 2% measured are ties and
+  not counted).
+Measurement only: nothing is fitted here.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import defaultdict
+from itertools import combinations
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from advisor.costmodel import Assumptions
+from advisor.inputs.precision import recipe
+from benchmarks.calibrate_2025 import PERF_2025, rows_2025, rows_layouts, unique
+from benchmarks.published import default_path, layout_label
+
+TOP1_WITHIN = 0.05
+TIE = 0.02
+
+
+def _per_token(row) -> tuple[float, float]:
+    """(estimated, measured) seconds per token of the whole step."""
+    rec, e = row["rec"], row["est"]
+    tokens = rec.training.global_batch_size * rec.training.seq_len
+    return e.step_time / tokens, e.step_time * row["ratio"] / tokens
+
+
+def groups(rows) -> list[list[dict]]:
+    by = defaultdict(list)
+    for r in rows:
+        rec = r["rec"]
+        m = rec.model
+        key = (rec.cluster.gpu.name, rec.cluster.gpus, m.layers, m.hidden, m.experts, rec.training.seq_len,
+               recipe(rec.training.precision).gemm, rec.training.task)
+        by[key].append(r)
+    return [g for g in by.values() if len({x["rec"].layout.id for x in g}) > 1]
+
+
+def kendall(est: list[float], meas: list[float]) -> float | None:
+    agree = disagree = 0
+    for i, j in combinations(range(len(est)), 2):
+        if abs(meas[i] - meas[j]) <= TIE * min(meas[i], meas[j]):
+            continue
+        if (est[i] - est[j]) * (meas[i] - meas[j]) > 0:
+            agree += 1
+        else:
+            disagree += 1
+    total = agree + disagree
+    return (agree - disagree) / total if total else None
+
+
+def main(argv: list[str]) -> int:
+    A = Assumptions()
+    rows = unique(rows_2025(PERF_2025, A)[0]) + unique([r for r in rows_layouts(default_path(), A)[0] if r["use"]])
+    found = groups(rows)
+    top1 = 0
+    taus = []
+    for g in found:
+        times = [_per_token(r) for r in g]
+        est, meas = [t[0] for t in times], [t[1] for t in times]
+        pick = min(range(len(g)), key=est.__getitem__)
+        ok = meas[pick] <= (1 + TOP1_WITHIN) * min(meas)
+        top1 += ok
+        tau = kendall(est, meas)
+        if tau is not None:
+            taus.append(tau)
+        if "--verbose" in argv or not ok:
+            rec = g[0]["rec"]
+            print(f"{'ok ' if ok else 'MISS'} {rec.model.name} on {rec.cluster.gpus} x {rec.cluster.gpu.name}, "
+                  f"seq {rec.training.seq_len}, {rec.training.precision}: tau {tau if tau is None else round(tau, 2)}")
+            for r, (e_t, m_t) in sorted(zip(g, times), key=lambda x: x[1][1]):
+                mark = " <- estimate's pick" if r is g[pick] else ""
+                print(f"     {layout_label(r['rec'].layout, ep=True):<30} measured {m_t * 1e6:9.3f} us/token  "
+                      f"estimated {e_t * 1e6:9.3f}{mark}")
+    n = len(found)
+    print(f"\ngroups with several measured layouts: {n}")
+    if n:
+        print(f"top-1 within {TOP1_WITHIN:.0%} of the measured best: {top1}/{n} = {top1 / n:.0%}   target >= 80%")
+    if taus:
+        print(f"Kendall tau (pairs tied within {TIE:.0%} measured left out): mean {sum(taus) / len(taus):+.2f} "
+              f"over {len(taus)} groups")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
