@@ -102,6 +102,8 @@ def _situation_args(r: argparse.ArgumentParser) -> None:
     r.add_argument("--precision", choices=list(RECIPES), default="bf16",
                    help="GEMM precision recipe (advisor.inputs.precision): fp8 = the framework's default FP8")
     r.add_argument("--no-flash-attention", action="store_true", help="FlashAttention kernels are not available")
+    r.add_argument("--packed-sample-tokens", type=int, metavar="N",
+                   help="sequence packing: mean tokens per packed sample (attention stays within each sample)")
     _finetune_args(r)
     r.add_argument("--rules", nargs="*", default=[], metavar="FILE", help="extra site rule files (TOML)")
     r.add_argument("--engine", choices=["durable", "python"], help="rule engine (default: durable where it imports)")
@@ -210,6 +212,8 @@ def _situation(args):
     if args.nvlink_domain:
         cluster["nvlink_domain"] = args.nvlink_domain
     training = {"precision": args.precision, "flash_attention": not args.no_flash_attention, **_finetune_fields(args)}
+    if args.packed_sample_tokens is not None:
+        training["packed_sample_tokens"] = args.packed_sample_tokens
     for key, value in (("seq_len", args.seq_len), ("global_batch_size", args.global_batch),
                        ("micro_batch_size", getattr(args, "micro_batch", None) if args.command != "audit" else None)):
         if value is not None:

@@ -175,3 +175,24 @@ def test_pretraining_facts_do_not_change_with_the_new_fields():
     f = build_facts(H100x8, LLAMA70B, t)
     assert f["sizing"]["states_gib"] == f["sizing"]["full_states_gib"]
     assert f["training"]["frozen_base"] is False
+
+
+# --- sequence packing ------------------------------------------------------------------------------
+
+def test_packed_samples_attend_only_themselves():
+    # block-diagonal attention over 256-token samples packed into 4096: attention FLOPs drop, GEMMs do not
+    cluster = advisor.Cluster(gpu="H100-SXM-80GB", gpus=8)
+    layout = advisor.Layout(tp=1, pp=1, dp=8, micro_batch_size=1, zero_stage=1)
+    base = dict(task="sft", seq_len=4096, global_batch_size=64)
+    plain = advisor.estimate(cluster, "llama-2-13b", layout, advisor.Training(**base))
+    packed = advisor.estimate(cluster, "llama-2-13b", layout, advisor.Training(**base, packed_sample_tokens=256))
+    assert packed.compute_time < plain.compute_time
+    assert packed.compute_time > 0.7 * plain.compute_time          # the linear layers are unchanged
+    longer = advisor.estimate(cluster, "llama-2-13b", layout, advisor.Training(**base, packed_sample_tokens=8192))
+    assert longer.compute_time == plain.compute_time                 # samples as long as the sequence: no change
+
+
+def test_packed_sample_tokens_is_checked_by_field():
+    with pytest.raises(Exception) as err:
+        advisor.Training(packed_sample_tokens=0)
+    assert "packed_sample_tokens" in str(err.value)

@@ -206,7 +206,7 @@ def _static(cluster, model, training) -> tuple:
     frozen = training.task in FROZEN_BASE_TASKS
     fields = dict(
         world=cluster.gpus, gbs=training.global_batch_size,
-        seq_attn=_attended_span(model, training.seq_len),
+        seq_attn=_packed_span(_attended_span(model, training.seq_len), training),
         precision=training.precision, gemm=rec.gemm, weight_copies=rec.weight_copies,
         lowp_bytes=rec.value_bytes + rec.scale_bytes if rec.low_precision else 0.0, flash=training.flash_attention, seq=training.seq_len,
         L=model.layers, h=h, a=a, kv=kv, wq=wq, wk=wk, wv=wv, wo=wo, latent=latent,
@@ -260,6 +260,16 @@ def _attended_span(model, seq: int) -> float:
         span = 2.0 * w - w * (w - 1) / seq
     share = windowed / model.layers
     return (1.0 - share) * seq + share * span
+
+
+def _packed_span(span: float, training) -> float:
+    """The attended span of packed samples (Training.packed_sample_tokens): block-diagonal attention over
+    samples of n tokens is the chunked case, n + 1 columns of a full matrix; never more than the
+    layers' own span (a window shorter than the sample keeps bounding it)."""
+    n = training.packed_sample_tokens
+    if n is None or n >= training.seq_len:
+        return span
+    return min(span, n + 1.0)
 
 
 def _split(fields: dict, splits: dict, pp: int) -> tuple:

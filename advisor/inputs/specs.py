@@ -427,6 +427,11 @@ class Training(_Frozen):
     optimizer: Literal["adam", "adamw"] = "adam"
     flash_attention: bool = True
     """Attention kernels that never materialise the s×s score matrix (FlashAttention)."""
+    packed_sample_tokens: int | None = Field(None, ge=1, le=1 << 24)
+    """Sequence packing: the mean tokens of one sample packed into each seq_len sequence (SFT data
+    packed with per-sample attention: FlashAttention varlen, Transformer Engine's THD format, NeMo /
+    Megatron-Bridge packed sequences). A token then attends its own sample only, (n + 1)/2 keys on
+    average; None: no packing, or packing with attention across samples (pretraining)."""
     task: Task = "pretrain"
     """"pretrain" or "sft" train every weight; "lora" freezes the 16-bit base and trains rank-r
     adapters; "qlora" also stores the frozen base in 4-bit NF4 (advisor.inputs.finetune)."""
