@@ -159,3 +159,11 @@ def test_ep_a2a_overlap_hides_at_most_its_share():
     over = advisor.estimate(cluster, model, layout, t, advisor.Assumptions(ep_a2a_overlap=True))
     assert over.comm.ep.exposed_seconds < plain.comm.ep.exposed_seconds
     assert over.comm.ep.exposed_seconds >= 0.1 * plain.comm.ep.exposed_seconds * (1 - 1e-9)
+
+
+def test_deepspeed_says_the_model_code_runs_the_low_precision_recipe():
+    layout = advisor.Layout(framework="deepspeed", tp=1, pp=1, dp=8, zero_stage=3, micro_batch_size=1,
+                            num_microbatches=8)
+    notes = ex.deepspeed_notes(layout, LLAMA8, _training("fp8-cs"), H100)
+    assert any("Float8CurrentScaling" in n for n in notes)
+    assert not any("Transformer Engine" in n for n in ex.deepspeed_notes(layout, LLAMA8, _training("bf16"), H100))

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..costmodel.assumptions import Assumptions
 from ..inputs.layout import Layout
+from ..inputs.precision import recipe
 from ..inputs.specs import Cluster, Model, Training
 from .batch import refused, resolved
 
@@ -140,6 +141,13 @@ def deepspeed_notes(layout: Layout, model: Model, training: Training, cluster: C
     if "sequence_parallel_size" in deepspeed_config(layout, model, training, cluster, assumptions):
         notes.append(f"sequence_parallel_size {layout.cp}: DeepSpeed-Ulysses; the model's attention must run through "
                      "deepspeed.sequence.layer.DistributedAttention (or an integration that wraps it)")
+    rec = recipe(training.precision)
+    if rec.low_precision and layout.framework == "deepspeed":
+        # DeepSpeed's config has bf16 / fp16 sections only (runtime/precision_config.py); the estimate's
+        # FP8 / FP4 GEMMs come from the model code
+        notes.append(f"precision {training.precision}: the JSON trains in bf16; the estimate assumes the model's "
+                     f"linear layers run in Transformer Engine's autocast with recipe {rec.te_recipe}, which "
+                     "DeepSpeed's config cannot set")
     if layout.offload != "none":
         notes.append("optimizer: DeepSpeed builds DeepSpeedCPUAdam for ZeRO-Offload; set optimizer.params "
                      "(lr, betas, weight_decay) and pass no client optimizer to deepspeed.initialize")

@@ -54,15 +54,22 @@ class Recipe:
     formats (Blackwell; GPU.peak_flops_fp4 set)."""
     megatron_flags: tuple[str, ...]
     """Megatron-LM flags after --bf16 (megatron/training/arguments.py)."""
+    te_recipe: str = ""
+    """Transformer Engine's recipe class (transformer_engine/common/recipe/__init__.py), for stacks whose
+    model code sets it itself (DeepSpeed, Hugging Face)."""
 
     @property
     def low_precision(self) -> bool:
         return self.gemm != "16-bit"
 
 
+_TE_RECIPES = {"tensor-delayed": "DelayedScaling", "tensor-current": "Float8CurrentScaling",
+               "block-128": "Float8BlockScaling", "mx-32": "MXFP8BlockScaling"}
+
+
 def _fp8(name, scaling, scale_bytes, copies, needs, recipe_flag, fmt):
     return Recipe(name, "fp8", scaling, 1.0, scale_bytes, copies, needs,
-                  ("--fp8-format", fmt, "--fp8-recipe", recipe_flag))
+                  ("--fp8-format", fmt, "--fp8-recipe", recipe_flag), _TE_RECIPES[scaling])
 
 
 # FP8 formats as Megatron-Bridge's mixed-precision recipes set them (src/megatron/bridge/training/
@@ -79,7 +86,7 @@ RECIPES: dict[str, Recipe] = {
     "fp8-blockwise": _fp8("fp8-blockwise", "block-128", 4.0 / 128.0, 1, "fp8", "blockwise", "e4m3"),
     "mxfp8": _fp8("mxfp8", "mx-32", 1.0 / 32.0, 2, "block-scaled", "mxfp8", "e4m3"),
     "nvfp4": Recipe("nvfp4", "fp4", "nv-16", 0.5, 1.0 / 16.0, 2, "block-scaled",
-                    ("--fp4-format", "e2m1", "--fp4-recipe", "nvfp4")),
+                    ("--fp4-format", "e2m1", "--fp4-recipe", "nvfp4"), "NVFP4BlockScaling"),
 }
 
 
