@@ -167,3 +167,13 @@ def test_deepspeed_says_the_model_code_runs_the_low_precision_recipe():
     notes = ex.deepspeed_notes(layout, LLAMA8, _training("fp8-cs"), H100)
     assert any("Float8CurrentScaling" in n for n in notes)
     assert not any("Transformer Engine" in n for n in ex.deepspeed_notes(layout, LLAMA8, _training("bf16"), H100))
+
+
+def test_torchtitan_zero1_is_fsdp_in_memory_as_in_its_export():
+    # torchtitan runs ZeRO 1-3 as FSDP over dp_shard: no persistent full FP8 cast, a per-layer gather buffer
+    def mem(zero):
+        layout = Layout(framework="torchtitan", tp=1, pp=1, dp=8, zero_stage=zero, micro_batch_size=1)
+        return advisor.estimate(H100, LLAMA8, layout, _training("fp8-cs")).memory.detail
+    one, three = mem(1), mem(3)
+    assert one["fp8_weight_copies"] == three["fp8_weight_copies"] == 0
+    assert one["fsdp_gather"] == three["fsdp_gather"] > 0

@@ -229,9 +229,12 @@ def fp8_params(c: Ctx, A) -> bool:
 
 
 def gathers_per_layer(c: Ctx) -> bool:
-    """Parameters are sharded and gathered layer by layer (ZeRO-3; Megatron-FSDP / torchtitan FSDP
-    from zero_stage 2): no persistent full copy of the weights exists on the rank."""
-    return c.zero >= 3 or (c.zero >= 2 and not c.deepspeed)
+    """Parameters are sharded and gathered layer by layer, so no persistent full copy of the weights
+    exists on the rank: ZeRO-3; Megatron-FSDP from zero_stage 2; torchtitan's FSDP from zero_stage 1
+    (its export runs ZeRO 1-3 as FSDP over dp_shard, and comm.dp_terms prices them so)."""
+    if c.deepspeed:
+        return c.zero >= 3
+    return c.zero >= 2 or (c.framework == "torchtitan" and c.zero >= 1)
 
 
 def offloaded_layers(c: Ctx, A, n_layers: int) -> int:
@@ -503,7 +506,7 @@ def _stage_states(c: Ctx, A, k: int, inv: tuple) -> tuple:
 
     # ---- buffers that scale with the parameters
     fsdp = bucket = 0.0
-    if c.zero >= 2 and not c.deepspeed:
+    if gathers_per_layer(c) and not c.deepspeed:
         # FSDP (Megatron-FSDP, torchtitan): all-gathered 16-bit params of the current and prefetched
         # layer plus one layer's unsharded fp32 gradient before reduce-scatter.
         per_layer = max(dense_layer if n_dense else 0.0, moe_other + routed / (c.ep * c.etp) if n_moe else 0.0)
