@@ -453,14 +453,25 @@ def _build(r: dict) -> PublishedRecord:
     cp = pick("cp", 1, False)
     ep = pick("ep", 1, False)
     vpp = pick("vpp", 1, False)
-    sp_default = D["sp"] and tp > 1
-    sp = bool(pick("sp", sp_default)) and tp > 1
+    # Megatron-Bridge's own performance config for this row (mbridge_recipes.py): its settings stand in for
+    # the framework defaults where the record states nothing
+    recipe = recipe_overrides(r["id"], pp)
+    if recipe is not None:
+        rec.assumptions.update(recipe.assumptions)
+        A.extend(recipe.notes)
+    if recipe is not None and recipe.sp is not None and tp > 1 and L.get("sp") is None:
+        sp = recipe.sp
+    else:
+        sp_default = D["sp"] and tp > 1
+        sp = bool(pick("sp", sp_default)) and tp > 1
     zero = L.get("zero_stage")
     if zero is None:
         zero = D["zero_stage"]
         A.append(f"zero_stage={zero} ({kind} default)")
     rc = _recompute(L.get("recompute"))
-    if rc is None:
+    if rc is None and recipe is not None and recipe.recompute is not None:
+        rc = recipe.recompute
+    elif rc is None:
         rc = D["recompute"]
         A.append(f"recompute={rc} ({kind} default)")
     modules = _recompute_modules(L.get("recompute"))
@@ -532,17 +543,6 @@ def _build(r: dict) -> PublishedRecord:
         A.append(f"global_batch_size({gbs}) % (micro_batch_size({mbs}) * dp({dp})) != 0: the stated batch "
                  f"is approximate; using {n_mb * mbs * dp} = {n_mb} micro-batches x {mbs} x dp {dp}")
         gbs = n_mb * mbs * dp
-    recipe = recipe_overrides(r["id"], pp)
-    if recipe is not None:
-        # Megatron-Bridge's own performance config for this row (mbridge_recipes.py)
-        rec.assumptions.update(recipe.assumptions)
-        A.extend(recipe.notes)
-        if recipe.recompute is not None:
-            rc = recipe.recompute
-            A[:] = [a for a in A if not a.startswith("recompute=")]
-        if recipe.sp is not None and tp > 1 and L.get("sp") is None:
-            sp = recipe.sp
-            A[:] = [a for a in A if not a.startswith("sp=")]
     precision, guessed = _precision(t.get("precision"), preset)
     if recipe is not None and recipe.precision and (guessed or precision.startswith("fp8")):
         if guessed:

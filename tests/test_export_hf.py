@@ -12,7 +12,8 @@ import pytest
 
 import advisor
 from advisor.errors import InputError
-from advisor.export.hf import ACCELERATE_DEEPSPEED_KEYS, ACCELERATE_KEYS, LORA_KEYS, accelerate_config, peft_config
+from advisor.export.hf import (ACCELERATE_DEEPSPEED_KEYS, ACCELERATE_KEYS, BNB_KEYS, LORA_KEYS, accelerate_config,
+                               peft_config)
 
 CLUSTER = advisor.Cluster(gpu="H100-SXM-80GB", gpus=16)
 HAVE_HF = all(importlib.util.find_spec(m) for m in ("peft", "accelerate", "yaml"))
@@ -54,6 +55,7 @@ def test_peft_config_is_the_estimated_adapter():
     assert "bnb_config" not in cfg
     q = json.loads(peft_config(advisor.Model.preset("llama-3-70b"), _lora("qlora").training))
     assert q["bnb_config"]["bnb_4bit_quant_type"] == "nf4"
+    assert set(q["bnb_config"]) == set(BNB_KEYS)
 
 
 def test_peft_config_needs_an_adapter_and_known_module_names():
