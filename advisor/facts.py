@@ -21,7 +21,7 @@ from .errors import InputError
 from .inputs.architecture import count_parameters, mamba_shape_ok
 from .inputs.layout import Layout
 from .inputs.pipeline import megatron_split, virtual_stage_layers
-from .inputs.precision import recipe
+from .inputs.precision import megatron_adam_dtypes, recipe
 from .inputs.specs import Cluster, Model, Training
 
 __all__ = ["FactSpec", "CATALOGUE", "LAYOUT_GROUPS", "build_facts", "build_layout_facts", "zero_only_fits",
@@ -188,6 +188,8 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("check.memory_percent", float, "estimated per-GPU memory as a percentage of the GPU's"),
     ("check.host_fits", bool, "offloaded states fit in host memory (and NVMe, when its capacity is given)"),
     ("check.zero_only_fits", bool, "a ZeRO-2/3 data-parallel layout without TP/PP/CP fits (no offload)"),
+    ("check.megatron_adam_expressible", bool, "Megatron-Core's Adam can hold assume.megatron_optimizer_bytes "
+     "per parameter at this precision (precision.megatron_adam_dtypes)"),
     ("check.activation_offload_all_layers", bool, "assume.activation_offload_layers >= model.layers"),
     # --- scope "layout": the cost-model assumptions the estimate of this layout used (advisor.Assumptions);
     # the run settings among them must be expressible by the framework that runs the layout
@@ -379,6 +381,8 @@ def build_layout_facts(cluster: Cluster, model: Model, training: Training, layou
         assumptions = Assumptions()
     facts["assume"] = {name: getattr(assumptions, name) for name in ASSUMED}
     facts["check"]["activation_offload_all_layers"] = assumptions.activation_offload_layers >= model.layers
+    facts["check"]["megatron_adam_expressible"] = megatron_adam_dtypes(assumptions.megatron_optimizer_bytes,
+                                                                       training.precision) is not None
     return facts
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.costmodel.assumptions import RecomputeModule
+from advisor.inputs.precision import megatron_adam_master_bytes
 
 __all__ = ["RecipeOverrides", "recipe_overrides"]
 
@@ -93,7 +94,12 @@ def recipe_overrides(record_id: str, pp: int) -> RecipeOverrides | None:
         # <family>/*_llm_pretrain.py): the DDP gradient buffer and its reduction are bf16
         out.assumptions["megatron_main_grad_bytes"] = 2.0
         out.notes.append(f"bf16 gradient buffers (grad_reduce_in_fp32 False, {src})")
-    if entry.get("bf16_adam_moments"):
-        out.assumptions["megatron_optimizer_bytes"] = 8.0
-        out.notes.append("precision-aware optimizer: fp32 master weights, bf16 Adam moments, 8 B/param")
+    if s.get("use_precision_aware_optimizer"):
+        # Megatron-Core's precision-aware optimizer (advisor.inputs.precision.megatron_adam_master_bytes):
+        # the master copy is TE's 16-bit remainder with bf16 GEMMs, fp32 main params with FP8-CS / MX;
+        # DeepSeek-V3's recipe also keeps m and v in bf16
+        moment = 2 if entry.get("bf16_adam_moments") else 4
+        master = megatron_adam_master_bytes(out.precision or "bf16")
+        out.assumptions["megatron_optimizer_bytes"] = float(master + 2 * moment)
+        out.notes.append(f"precision-aware optimizer: master {master} B + m, v {moment} B each per parameter ({src})")
     return out

@@ -7,7 +7,8 @@ import pytest
 import advisor
 from advisor import export as ex
 from advisor.inputs.layout import Layout
-from advisor.inputs.precision import RECIPES
+from advisor.costmodel import Assumptions
+from advisor.inputs.precision import RECIPES, megatron_adam_dtypes
 from advisor.inputs.specs import Cluster, Model, Training
 
 B200 = Cluster(gpu="B200", gpus=8)
@@ -177,3 +178,34 @@ def test_torchtitan_zero1_is_fsdp_in_memory_as_in_its_export():
     one, three = mem(1), mem(3)
     assert one["fp8_weight_copies"] == three["fp8_weight_copies"] == 0
     assert one["fsdp_gather"] == three["fsdp_gather"] > 0
+
+
+@pytest.mark.parametrize("precision, state_bytes, moments", [
+    ("bf16", 12.0, ()), ("bf16", 10.0, ("fp32", "fp32")), ("bf16", 6.0, ("bf16", "bf16")),
+    ("mxfp8", 8.0, ("bf16", "bf16")), ("fp8-cs", 10.0, ("bf16", "fp32")), ("fp8-delayed", 6.0, ("bf16", "bf16")),
+    ("mxfp8", 6.0, None), ("bf16", 4.0, None)])
+def test_megatron_adam_dtypes_add_up_to_the_state_bytes(precision, state_bytes, moments):
+    # master: TE's 16-bit remainder with bf16 GEMMs or delayed FP8, Megatron-Core's fp32 main params otherwise
+    assert megatron_adam_dtypes(state_bytes, precision) == moments
+
+
+def _megatron(precision, state_bytes, zero_stage=1):
+    layout = DP8.model_copy(update={"framework": "megatron", "dp": 8, "num_microbatches": 8, "zero_stage": zero_stage})
+    training = _training(precision)
+    A = Assumptions(megatron_optimizer_bytes=state_bytes)
+    found = advisor.audit(B200, LLAMA8, layout, training, assumptions=A).findings
+    errors = {f.rule_id for f in found if f.severity == "error"}
+    return errors, (None if errors else ex.megatron_args(layout, LLAMA8, training, B200, A))
+
+
+def test_bf16_adam_moments_export_as_the_precision_aware_optimizer():
+    errors, args = _megatron("mxfp8", 8.0)
+    assert not errors
+    assert "--use-precision-aware-optimizer" in args
+    assert args[args.index("--exp-avg-dtype") + 1] == "bf16" and args[args.index("--exp-avg-sq-dtype") + 1] == "bf16"
+    assert "--use-precision-aware-optimizer" not in _megatron("mxfp8", 12.0)[1]
+
+
+def test_optimizer_bytes_megatron_cannot_hold_are_audit_errors():
+    assert "megatron.optimizer-state-bytes" in _megatron("mxfp8", 6.0)[0]
+    assert _megatron("mxfp8", 8.0, zero_stage=0)[0] == {"megatron.precision-aware-optimizer-needs-distributed-optimizer"}

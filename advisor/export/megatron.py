@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from ..costmodel.assumptions import Assumptions
 from ..inputs.pipeline import megatron_split, stage_layers, virtual_stage_layers
-from ..inputs.precision import recipe
+from ..inputs.precision import megatron_adam_dtypes, recipe
 from ..inputs.layout import Layout
 from ..inputs.specs import Cluster, Model, Training
 from ..errors import InputError
@@ -163,7 +163,12 @@ MEGATRON_FLAGS: dict[str, MegatronFlag] = dict([
        choices=("tensorwise", "delayed", "mxfp8", "blockwise", "custom"), note="default delayed"),
     _f("--fp4-format", "choice", f"_add_transformer_engine_args, {_W(64)}", choices=("e2m1",), dest="fp4"),
     _f("--fp4-recipe", "choice", f"_add_transformer_engine_args, {_W(64)}", choices=("nvfp4",)),
-    _f("--use-precision-aware-optimizer", "store_true", f"_add_experimental_args, {_W(192)}"),
+    _f("--use-precision-aware-optimizer", "store_true", f"_add_experimental_args, {_W(192)}",
+       note="OptimizerConfig asserts the distributed optimizer with it (core_v0.16.1 optimizer_config.py)"),
+    _f("--exp-avg-dtype", "choice", _pinned("arguments.py L3675", "arguments.py L2848"),
+       choices=("fp32", "fp16", "bf16", "fp8"), note="Adam's m under the precision-aware optimizer"),
+    _f("--exp-avg-sq-dtype", "choice", _pinned("arguments.py L3680", "arguments.py L2853"),
+       choices=("fp32", "fp16", "bf16", "fp8"), note="Adam's v under the precision-aware optimizer"),
     # _add_distributed_args
     _f("--tensor-model-parallel-size", "int", f"{_DIST}, {_W(144)}"),
     _f("--pipeline-model-parallel-size", "int", f"{_DIST}, {_W(144)}"),
@@ -270,8 +275,9 @@ ASSUMPTIONS_IN_FLAGS: dict[str, str] = {
     "activation_offload_layers": "--cpu-offloading-num-layers (pp 1, no recompute: where the estimate applies it)",
     "fp8_param_gather": "--fp8-param-gather / --fp4-param-gather (low-precision GEMMs)",
     "megatron_main_grad_bytes": "--grad-reduce-in-bf16 when 2 (4: Megatron's fp32 default)",
-    "megatron_optimizer_bytes": "12 only (fp32 master + Adam moments, --optimizer adam); "
-                                "other values: audit rule megatron.optimizer-state-bytes",
+    "megatron_optimizer_bytes": "12: --optimizer adam's fp32 master, m and v; other sums: "
+                                "--use-precision-aware-optimizer --exp-avg-dtype / --exp-avg-sq-dtype "
+                                "(precision.megatron_adam_dtypes; audit rule megatron.optimizer-state-bytes)",
 }
 """The Assumptions fields that are settings of a Megatron run, and the flags that carry them
 (tests/test_exporters.py checks each). Every other field describes hardware or kernels (efficiencies,
@@ -586,9 +592,8 @@ def _recompute_and_precision(out: _Args, layout: Layout, model: Model, training:
                           "megatron.main-grad-bytes", "the gradient buffer is fp32, or bf16 with --grad-reduce-in-bf16")
         if A.megatron_main_grad_bytes == 2:
             out.add("--grad-reduce-in-bf16")
-        if A.megatron_optimizer_bytes != 12 and layout.framework == "megatron":
-            raise refused("Assumptions.megatron_optimizer_bytes", A.megatron_optimizer_bytes, "12 under Megatron-LM",
-                          "megatron.optimizer-state-bytes", "--optimizer adam keeps fp32 master weights, m and v")
+        if layout.framework == "megatron":
+            _adam_state(out, layout, training, A)
         if A.fp8_param_gather and recipe(training.precision).low_precision:
             if layout.framework == "megatron" and layout.zero_stage == 0:
                 raise refused("Assumptions.fp8_param_gather", True, "zero_stage >= 1 under Megatron-LM",
@@ -602,6 +607,27 @@ def _recompute_and_precision(out: _Args, layout: Layout, model: Model, training:
             out.add("--fp4-param-gather" if recipe(training.precision).gemm == "fp4" else "--fp8-param-gather")
     out.add("--attention-backend", "flash" if training.flash_attention else "unfused")
     out.add("--optimizer", "adam")      # Megatron's adam is AdamW (decoupled weight decay), as the estimate's Adam
+
+
+def _adam_state(out: _Args, layout: Layout, training: Training, A: Assumptions) -> None:
+    """Assumptions.megatron_optimizer_bytes as Megatron-Core's Adam keeps it (precision.megatron_adam_dtypes)."""
+    moments = megatron_adam_dtypes(A.megatron_optimizer_bytes, training.precision)
+    if moments is None:
+        raise refused("Assumptions.megatron_optimizer_bytes", A.megatron_optimizer_bytes,
+                      f"12, or a sum Megatron-Core's precision-aware optimizer keeps at {training.precision}",
+                      "megatron.optimizer-state-bytes", "master 2 or 4 bytes plus m and v at 4 (fp32) or 2 (bf16)")
+    if not moments:
+        return
+    if layout.zero_stage == 0:
+        raise refused("Layout.zero_stage", 0, "1 or more with the precision-aware optimizer",
+                      "megatron.precision-aware-optimizer-needs-distributed-optimizer",
+                      "OptimizerConfig asserts the distributed optimizer with --use-precision-aware-optimizer")
+    out.add("--use-precision-aware-optimizer")
+    exp_avg, exp_avg_sq = moments
+    if exp_avg != "fp32":
+        out.add("--exp-avg-dtype", exp_avg)
+    if exp_avg_sq != "fp32":
+        out.add("--exp-avg-sq-dtype", exp_avg_sq)
 
 
 def _overlaps(out: _Args, layout: Layout, model: Model, A: Assumptions) -> None:
@@ -648,7 +674,8 @@ def _offload(out: _Args, layout: Layout) -> None:
                       "'optimizer' to 'cpu' under Megatron-LM", "megatron.offload-optimizer-to-cpu-only",
                       "Megatron-LM has --optimizer-cpu-offload only; parameter and NVMe offload are DeepSpeed's")
     out.add("--optimizer-cpu-offload")
-    out.add("--use-precision-aware-optimizer")
+    if "--use-precision-aware-optimizer" not in out:         # _adam_state may have written it
+        out.add("--use-precision-aware-optimizer")
 
 
 def _needs_single_connection(layout: Layout) -> bool:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["Precision", "Recipe", "RECIPES", "recipe"]
+__all__ = ["Precision", "Recipe", "RECIPES", "recipe", "megatron_adam_master_bytes", "megatron_adam_dtypes"]
 
 Precision = Literal["bf16", "fp16", "fp8", "fp8-delayed", "fp8-cs", "fp8-blockwise", "mxfp8", "nvfp4"]
 """`Training.precision`. "fp8" is the framework's default FP8 recipe: Transformer Engine's
@@ -93,3 +93,34 @@ RECIPES: dict[str, Recipe] = {
 def recipe(precision: str) -> Recipe:
     """The Recipe of a `Training.precision` value (validated by the Precision literal)."""
     return RECIPES[precision]
+
+
+# Megatron-Core's Adam state per parameter (megatron/core/optimizer/optimizer_config.py and __init__.py
+# @ core_v0.16.1 55ac7082; arguments.py --use-precision-aware-optimizer, --exp-avg-dtype,
+# --exp-avg-sq-dtype). Without the precision-aware optimizer: an fp32 master copy, m and v, 12 bytes.
+# With it (which asserts the distributed optimizer), m and v take --exp-avg-dtype / --exp-avg-sq-dtype,
+# and the master copy is kept one of two ways (OptimizerConfig.use_precision_aware_optimizer_no_fp8_or_ds_fp8):
+# - 16-bit GEMMs or delayed-scaling FP8: Transformer Engine's FusedAdam holds the master, and with
+#   store_param_remainders (default True, TE >= 2.1) only the low 16 bits the bf16 weight lacks: 2 bytes;
+# - current-scaling, blockwise, MX or NV recipes: Megatron-Core keeps fp32 main params: 4 bytes.
+_MOMENT_BYTES = {"fp32": 4, "bf16": 2}
+_MOMENTS = (("fp32", "fp32"), ("bf16", "fp32"), ("bf16", "bf16"))   # m gives way before v (v is the squared one)
+
+
+def megatron_adam_master_bytes(precision: str) -> int:
+    """Bytes of the master weight under Megatron-Core's precision-aware optimizer (see above)."""
+    r = recipe(precision)
+    return 2 if not r.low_precision or r.scaling == "tensor-delayed" else 4
+
+
+def megatron_adam_dtypes(state_bytes: float, precision: str) -> tuple[str, ...] | None:
+    """(exp_avg, exp_avg_sq) dtypes under --use-precision-aware-optimizer that hold `state_bytes` per
+    parameter with `precision`'s master copy; () for 12 bytes, the default optimizer (no flag); None
+    when no combination of Megatron-Core's dtypes gives that many bytes."""
+    if state_bytes == 12:
+        return ()
+    master = megatron_adam_master_bytes(precision)
+    for m, v in _MOMENTS:
+        if master + _MOMENT_BYTES[m] + _MOMENT_BYTES[v] == state_bytes:
+            return (m, v)
+    return None
