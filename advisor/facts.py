@@ -9,6 +9,8 @@ rejects any field that is not in it, so a typo in a rule file fails at load time
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,6 +104,8 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("training.framework", str, "the training stack the user stated (Training.framework: megatron-core, megatron-bridge, "
      "nemo, megatron-lm, megatron-deepspeed, deepspeed, hf-trl, hf-accelerate, torchtitan), or 'unstated'"),
     ("training.framework_version", str, "the stated stack's release as given (Training.framework_version), or 'unstated'"),
+    ("training.framework_release", int, "the stated release as a number to compare: major * 1000 + minor of its first "
+     "two numbers ('core_v0.16.1' -> 16, '25.11' -> 25011), 0 when unstated or without a number"),
     ("sizing.states_gib", float, "model states (weights, grads, Adam) without sharding, GiB; LoRA / QLoRA: "
      "the frozen base's weights plus the adapters' states"),
     ("sizing.full_states_gib", float, "model states if every weight trained (pretrain, full SFT), GiB"),
@@ -275,6 +279,7 @@ def build_facts(cluster: Cluster, model: Model, training: Training) -> dict[str,
             "frozen_base": training.frozen_base,
             "framework": training.framework or UNSTATED,
             "framework_version": training.framework_version or UNSTATED,
+            "framework_release": release_number(training.framework_version),
             "gemm_format": recipe(training.precision).gemm,
             "precision_needs": recipe(training.precision).needs or "none",
         },
@@ -302,6 +307,15 @@ def torchtitan_layers_per_stage(layers: int, pp: int, vpp: int) -> int | None:
     weight, stages = layers + 2, pp * vpp
     fits = [k for k in range(1, weight + 1) if -(-weight // k) == stages]
     return fits[-1] if fits else None
+
+
+def release_number(version: str | None) -> int:
+    """major * 1000 + minor of a release string's first two numbers, so that rules can compare releases
+    ('0.9' < '0.15'); 0 when there is none."""
+    numbers = re.findall(r"\d+", version or "")
+    if not numbers:
+        return 0
+    return int(numbers[0]) * 1000 + (int(numbers[1]) if len(numbers) > 1 else 0)
 
 
 def build_layout_facts(cluster: Cluster, model: Model, training: Training, layout, memory=None,

@@ -36,7 +36,8 @@ EFFECTS = {
     "cp": lambda: searched_cp(decisions()) == {1} and max(searched_cp(decisions("cp"))) > 1,
     # the tie-break orders
     "tp_before_pp": lambda: space.tie_order(decisions("tp_before_pp")) == "tp_before_pp" != space.tie_order(decisions()),
-    "ep_over_tp": lambda: space.tie_order(decisions("tp_before_pp", "ep_over_tp")) == "ep_over_tp",
+    "dp_before_tp": lambda: space.tie_order(decisions("tp_before_pp", "dp_before_tp")) == "dp_before_tp",
+    "ep_over_tp": lambda: space.tie_order(decisions("tp_before_pp", "dp_before_tp", "ep_over_tp")) == "ep_over_tp",
 }
 
 

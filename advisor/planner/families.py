@@ -80,9 +80,9 @@ def other_family(cluster: Cluster, model: Model, training: Training, policy: Pol
         result.events.append(PlanEvent("note", refused, family, rule_id=refusing_rule(decisions, framework)))
         return
     if family == "model-parallel":
-        # TP before PP, the model-parallel family's preference, unless the MoE one applies
+        # TP before PP, the model-parallel family's preference, unless the MoE one or sharded DP first applies
         other = (megatron_policy(policy) if framework.startswith("megatron") else policy)._replace(
-            tie_order="ep_over_tp" if policy.tie_order == "ep_over_tp" else "tp_before_pp")
+            tie_order=policy.tie_order if policy.tie_order in ("ep_over_tp", "dp_before_tp") else "tp_before_pp")
     else:
         other = policy._replace(zero_stages=(1, 2, 3))
     side = PlanResult(None, None, framework)

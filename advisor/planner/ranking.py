@@ -1,6 +1,7 @@
 """Ranking: every layout that fits gets a step time; the fastest step wins, except that candidates
 within `NEAR_TIE` of the fastest are ordered by `tie_break` (with the rules' "ep_over_tp" for MoE, less
-TP; with "tp_before_pp", more TP inside the NVLink domain; then more memory headroom; less CP; then
+TP; with "dp_before_tp", memory headroom, then less model parallelism; with "tp_before_pp", more TP inside
+the NVLink domain; then more memory headroom; less CP; then
 fewer parallel dimensions, an even pipeline split, smaller model parallelism, no VPP, lower ZeRO
 stage, less recompute), because the estimate is not that precise. The audit's legality rules then
 have the last word on each pick (search.pick).
@@ -92,6 +93,14 @@ CRITERIA: dict[str, tuple[Criterion, ...]] = {
     # bubble), then PP.
     "tp_before_pp": (Criterion("more_tp", "more TP inside the NVLink domain", ("tp",), "more TP"),
                      HEADROOM, LESS_CP, *SIMPLICITY),
+    # Megatron-LM's parallelism guide (main): start with data parallelism, FSDP to split the model state,
+    # TP only if the model does not fit, PP for very large models; reduce TP against communication.
+    "dp_before_tp": (HEADROOM,
+                     Criterion("model_parallelism", "less model parallelism (sharded data parallelism first)",
+                               ("tp", "pp", "cp"), "less model parallelism"),
+                     Criterion("less_tp", "less TP", ("tp",), "less TP"),
+                     # (tp, cp and tp * pp * cp settle pp: the split criteria that read only pp cannot decide)
+                     LESS_CP, *(c for c in SIMPLICITY if c.name not in ("model_parallelism", "even_split"))),
     "simplicity": (LESS_CP, *SIMPLICITY),
 }
 
@@ -112,7 +121,7 @@ TIE_WORDS = {order: _summary(criteria) for order, criteria in CRITERIA.items()}
 
 
 class Ties(NamedTuple):
-    order: str        # the rules' preference: "ep_over_tp", "tp_before_pp" or "simplicity"
+    order: str        # the rules' preference: "ep_over_tp", "dp_before_tp", "tp_before_pp" or "simplicity"
     layers: int
     domain: int       # GPUs per NVLink domain (in this job)
     pick: Callable    # TIE_KEYS[order]: the tie key from tie_terms(...)

@@ -71,8 +71,9 @@ LEGALITY = {
 
 
 def tie_order(decisions: Decisions) -> str:
-    """Which preference orders near-ties: the MoE one first, then TP-before-PP, else simplicity."""
-    for feature in ("ep_over_tp", "tp_before_pp"):
+    """Which preference orders near-ties: the MoE one first, then sharded DP before TP (a stack with
+    Megatron-FSDP), then TP-before-PP, else simplicity."""
+    for feature in ("ep_over_tp", "dp_before_tp", "tp_before_pp"):
         if feature in decisions.features:
             return feature
     return "simplicity"
@@ -85,7 +86,7 @@ class Policy(NamedTuple):
     decisions: Decisions                  # the limits and enabled features (CP), as the rules left them
     zero_stages: tuple[int, ...] | None   # the ZeRO stages allowed; None: the framework's default
     sp: bool                              # sequence parallelism wherever tp > 1
-    tie_order: str                        # ranking.CRITERIA's key: "ep_over_tp", "tp_before_pp", "simplicity"
+    tie_order: str                        # ranking.CRITERIA's key: "ep_over_tp", "dp_before_tp", "tp_before_pp", "simplicity"
 
     @classmethod
     def of(cls, decisions: Decisions) -> Policy:

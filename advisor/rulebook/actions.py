@@ -22,9 +22,9 @@ Strategy = Literal["zero-dp", "model-parallel"]
 Dimension = Literal["tp", "pp", "cp", "ep", "dp"]
 # Every feature is read by the planner (tests/test_actions.py shows each changes what it searches or
 # prefers): sp, Megatron sequence parallelism on TP layouts; cp, context-parallel layouts for long
-# sequences; tp_before_pp and ep_over_tp, the tie-break orders. The distributed optimizer is
+# sequences; tp_before_pp, dp_before_tp and ep_over_tp, the tie-break orders. The distributed optimizer is
 # `allow_zero [1]` under Megatron, FlashAttention is the caller's Training.flash_attention.
-Feature = Literal["sp", "cp", "tp_before_pp", "ep_over_tp"]
+Feature = Literal["sp", "cp", "tp_before_pp", "dp_before_tp", "ep_over_tp"]
 
 
 class _Action(BaseModel):
@@ -70,7 +70,7 @@ class Limit(_Action):
 
 class Enable(_Action):
     """Turn on a feature the planner reads: sp (sequence parallelism on every TP layout), cp
-    (context-parallel shapes are searched), tp_before_pp or ep_over_tp (the tie-break order)."""
+    (context-parallel shapes are searched), tp_before_pp, dp_before_tp or ep_over_tp (the tie-break order)."""
     action: Literal["enable"]
     feature: Feature
 
