@@ -188,3 +188,23 @@ def test_nemo_fused_adam_bytes_are_not_an_error_when_nemo_is_stated():
     nemo = advisor.audit(H100x8, "llama-3-8b", layout, Training(seq_len=4096, framework="nemo"), assumptions=nemo_adam)
     assert "megatron.optimizer-state-bytes" in {f.rule_id for f in plain.findings if f.severity == "error"}
     assert "megatron.optimizer-state-bytes" not in {f.rule_id for f in nemo.findings}
+
+
+def test_a_stack_with_megatron_fsdp_shards_a_dense_model_before_tp_on_large_memory_gpus():
+    """matrix.sharded-dp-before-tp: Megatron-Bridge (Megatron-FSDP) on 64 GB200 runs Llama 3 70B as sharded
+    data parallelism, as its performance configs do; the same job unstated keeps the seed's TP + PP."""
+    gb200 = Cluster(gpu="GB200", gpus=64)
+    model = Model.preset("llama-3-70b")
+
+    def rec(framework, version=None):
+        return advisor.recommend(gb200, model, Training(seq_len=8192, global_batch_size=128, precision="fp8-cs",
+                                                        framework=framework, framework_version=version))
+
+    bridge = rec("megatron-bridge", "25.11")
+    fired = {e.rule_id for e in bridge.trace.events if e.op == "fire"}
+    assert "matrix.sharded-dp-before-tp" in fired
+    assert (bridge.layout.tp, bridge.layout.pp) == (1, 1)
+    assert all(a.layout != bridge.layout for a in bridge.alternatives)     # no family lists the choice again
+    old_core = rec("megatron-core", "r0.8.0")                               # before --use-megatron-fsdp (core 0.15)
+    assert "matrix.sharded-dp-before-tp" not in {e.rule_id for e in old_core.trace.events if e.op == "fire"}
+    assert not advisor.audit(gb200, model, bridge.layout, bridge.training).errors

@@ -93,6 +93,11 @@ def other_family(cluster: Cluster, model: Model, training: Training, policy: Pol
     if chosen is None or result.estimate is None:
         return
     layout, est = chosen
+    if layout == result.layout:
+        # the rules' family searched this layout too (e.g. Megatron-FSDP at tp = pp = 1): nothing to compare
+        result.events.append(PlanEvent("note", f"family {family} ({framework}): its best layout is the choice itself",
+                                       family))
+        return
     rule_id = policy.decisions.strategy[1] if policy.decisions.strategy else None
     rule = rule_id or "the default strategy"
     ours = result.estimate.step_time
