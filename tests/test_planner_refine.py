@@ -146,7 +146,7 @@ def _listed_and_exhaustive(rec, ranking):
     in their place: its first layout of each (tp, pp, cp, ep, ZeRO stage) the chosen family could
     have produced, best first."""
     listed = [rec.layout] + [a.layout for a in rec.alternatives
-                             if a.layout.framework == rec.framework and a.family is None]
+                             if a.layout.framework == rec.framework and a.family is None and a.kind is None]
     own = _chosen_family(rec, ranking)
     seen, firsts = set(), []
     for layout, _ in ranking:

@@ -441,3 +441,26 @@ def test_planner_rejections_keep_their_rule_and_numbers_in_the_trace():
     for e in memory:
         assert e.want == offloaded.cluster.gpu.memory and e.have > e.want
         assert f"{e.have / 2**30:.1f} GiB per GPU > {e.want / 2**30:.1f} GiB" in e.message
+
+
+@pytest.mark.parametrize("gpu, gpus, model, training", [
+    ("H100-SXM-80GB", 8, "llama-2-7b", dict(seq_len=4096, global_batch_size=32, task="lora", framework="nemo")),
+    ("B200", 8, "qwen3-30b-a3b", dict(seq_len=4096, global_batch_size=512, framework="megatron-bridge")),
+    ("GB200", 64, "llama-3-70b", dict(seq_len=8192, global_batch_size=128, framework="megatron-bridge")),
+    ("H100-SXM-80GB", 64, "llama-3-70b", dict(seq_len=8192, global_batch_size=512)),
+])
+def test_alternatives_show_the_best_of_every_kind_that_fits(gpu, gpus, model, training):
+    """Issue 17 item 4: the answer shows sharded data parallelism, TP x PP and (MoE) expert parallelism
+    whenever a legal layout of that kind fits, each the best of its kind, with why it lost."""
+    from advisor.api import recommend_with_ranking
+    from advisor.planner.search import KINDS
+    cluster, m = Cluster(gpu=gpu, gpus=gpus), Model.preset(model)
+    rec, ranking = recommend_with_ranking(cluster, m, Training(**training))
+    shown = [rec.layout, *(a.layout for a in rec.alternatives)]
+    for kind in (k for k in KINDS if k.applies(m)):
+        legal = [lay for lay, _ in ranking if kind.holds(lay) and not advisor.audit(cluster, m, lay, rec.training).errors]
+        if legal:
+            assert any(kind.holds(lay) for lay in shown), (kind.name, rec.layout.id)
+    for alt in rec.alternatives:
+        if alt.kind:
+            assert alt.reason.startswith(f"best {alt.kind} layout")

@@ -86,29 +86,35 @@ def other_family(cluster: Cluster, model: Model, training: Training, policy: Pol
     else:
         other = policy._replace(zero_stages=(1, 2, 3))
     side = PlanResult(None, None, framework)
-    chosen, _ = Search(cluster, model, training, other, family, framework, side, check_fn, allow_offload=False,
-                       keep_ranking=keep_ranking, max_alternatives=0, assumptions=assumptions).run()
+    search = Search(cluster, model, training, other, family, framework, side, check_fn, allow_offload=False,
+                    keep_ranking=keep_ranking, max_alternatives=0, assumptions=assumptions)
+    chosen, _ = search.run()
     result.examined += side.examined
     result.ranking = merge_rankings(result.ranking, side.ranking)
     if chosen is None or result.estimate is None:
         return
     layout, est = chosen
-    if layout == result.layout:
-        # the rules' family searched this layout too (e.g. Megatron-FSDP at tp = pp = 1): nothing to compare
-        result.events.append(PlanEvent("note", f"family {family} ({framework}): its best layout is the choice itself",
-                                       family))
-        return
     rule_id = policy.decisions.strategy[1] if policy.decisions.strategy else None
     rule = rule_id or "the default strategy"
     ours = result.estimate.step_time
-    if strategy == "zero-dp" and est.step_time * (1 + NEAR_TIE) < ours:
+    if layout == result.layout:
+        # the rules' family searched this layout too (e.g. Megatron-FSDP at tp = pp = 1)
+        result.events.append(PlanEvent("note", f"family {family} ({framework}): its best layout is the choice itself",
+                                       family))
+    elif strategy == "zero-dp" and est.step_time * (1 + NEAR_TIE) < ours:
         move_to(cluster, model, training, other, family, framework, result, side, check_fn, rule_id, keep_ranking,
                 assumptions)
         return
-    delta = est.step_time / ours - 1
-    result.alternatives.append(Alternative(layout, est, (
-        f"family {family} ({framework}): est. step {est.step_time:.2f} s ({delta:+.0%}); "
-        f"rule {rule} prefers {strategy} for this cluster and model"), family))
+    else:
+        result.alternatives.append(Alternative(layout, est, (
+            f"family {family} ({framework}): est. step {est.step_time:.2f} s ({est.step_time / ours - 1:+.0%}); "
+            f"rule {rule} prefers {strategy} for this cluster and model"), family))
+    # and the best of each kind of layout this family has that the answer does not show yet (search.KINDS)
+    for cand in search.best_of_missing_kinds([result.layout, *(a.layout for a in result.alternatives)]):
+        est = cand.estimate
+        result.alternatives.append(Alternative(cand.layout, est, (
+            f"best {cand.kind} layout, family {family} ({framework}): est. step {est.step_time:.2f} s "
+            f"({est.step_time / ours - 1:+.0%})"), family, cand.kind))
 
 
 def move_to(cluster: Cluster, model: Model, training: Training, policy: Policy, family: str, framework: str,

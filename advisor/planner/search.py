@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from operator import itemgetter
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from .._unchecked import build_unchecked
 from ..costmodel import Assumptions
@@ -34,6 +34,30 @@ from .ranking import MAX_MEMORY_UTILIZATION, NEAR_TIE, Ties, ordered, tie_break,
 from .space import MBS_OPTIONS, OFFLOAD, RECOMPUTE, Policy, Shape, base_of, shapes, stages, variants_of
 
 MAX_ALTERNATIVES = 4
+
+
+class Kind(NamedTuple):
+    """A kind of layout the alternatives always show when one fits (issue 17 item 4): its `name` in
+    the alternative's reason, whether it concerns the model (`moe_only`), and the test on (tp, pp, ep)."""
+    name: str
+    moe_only: bool
+    test: Callable[[int, int, int], bool]
+
+    def applies(self, model: Model) -> bool:
+        return model.is_moe or not self.moe_only
+
+    def holds(self, layout: Layout) -> bool:
+        return self.test(layout.tp, layout.pp, layout.ep)
+
+    def holds_shape(self, b: tuple) -> bool:       # b: a base_of(shape), (tp, pp, cp, ep, ...)
+        return self.test(b[0], b[1], b[3])
+
+
+KINDS = (
+    Kind("sharded data-parallel (tp = pp = 1)", False, lambda tp, pp, ep: tp * pp == 1),
+    Kind("TP x PP", False, lambda tp, pp, ep: tp * pp > 1),
+    Kind("expert-parallel", True, lambda tp, pp, ep: ep > 1),
+)
 MAX_REJECT_EVENTS = 10          # rejections written to the trace one by one; the rest are counted
 
 
@@ -126,6 +150,8 @@ class Search:
             return None, self.closest
         self.fine()
         chosen, alternatives, rejected = self.settle()
+        if chosen is not None and self.max_alternatives:
+            alternatives += self.best_of_missing_kinds([c.layout for c in (chosen, *alternatives)])
         self.report(chosen, rejected)
         if self.keep_ranking:
             self.rank_everything()
@@ -465,6 +491,40 @@ class Search:
         key = self.favourable_key(b, mbs, vpp)
         return band if (key, floor) <= (tie_break(entry, self.ties), entry.step_time) else None
 
+    def best_of_missing_kinds(self, listed: list[Layout]) -> list[Candidate]:
+        """The best layout of each kind (KINDS) the search found that the choice and its alternatives
+        leave out, so that the answer always shows what sharded data parallelism, TP x PP and, for MoE,
+        expert parallelism would give (issue 17 item 4). Exact: the kind's shapes are refined until no
+        variant's floor is below its best, as the fine pass does for the choice; legal: the audit's
+        legality rules screen it like any pick."""
+        kinds = [k for k in KINDS if k.applies(self.model)]
+        extra = []
+        for kind in kinds:
+            if any(kind.holds(layout) for layout in listed):
+                continue
+            best = self.best_of_kind(kind)
+            if best is not None:
+                extra.append(best)
+        return extra
+
+    def best_of_kind(self, kind: Kind) -> Candidate | None:
+        bases = [b for b in self.floors if kind.holds_shape(b)]
+        while True:
+            of_kind = [c for c in self.found if kind.holds(c.layout)]
+            if not of_kind:
+                return None
+            best = min(c.step_time for c in of_kind)
+            before = len(self.found)
+            for b in bases:
+                self.refine(b, best)
+            if len(self.found) == before:
+                break
+        for cand in sorted(of_kind, key=lambda c: (c.tight, c.step_time)):
+            if not self.check_fn(cand.layout, cand.estimate):
+                cand.kind = kind.name
+                return cand
+        return None
+
     def report(self, chosen: Candidate | None, rejected: list) -> None:
         """The audit's refusals (the first few one by one, then counted), and what the search sized."""
         result = self.result
@@ -498,6 +558,7 @@ class Search:
             result.events.append(PlanEvent("note", f"every fitting layout uses more than {MAX_MEMORY_UTILIZATION:.0%} "
                                                    "of GPU memory: expect little room for fragmentation"))
         fastest = min(c.step_time for c in self.found if c.tight is chosen.tight)
-        result.alternatives += [Alternative(c.layout, c.estimate, why_lost(c, chosen, fastest, self.ties.order))
+        result.alternatives += [Alternative(c.layout, c.estimate, (f"best {c.kind} layout: " if c.kind else "")
+                                            + why_lost(c, chosen, fastest, self.ties.order), kind=c.kind)
                                 for c in alternatives]
         return chosen.layout, chosen.estimate

@@ -33,6 +33,9 @@ class Alternative(BaseModel):
     family: str | None = None
     """Set for the other family's best, listed for comparison: its strategy ("zero-dp" or
     "model-parallel"). None for a runner-up of the chosen family."""
+    kind: str | None = None
+    """Set when listed as the best layout of a kind the other entries do not show ("sharded
+    data-parallel (tp = pp = 1)", "TP x PP", "expert-parallel"): advisor.planner.search.KINDS."""
 
 
 class Recommendation(BaseModel):
