@@ -208,3 +208,10 @@ def test_a_stack_with_megatron_fsdp_shards_a_dense_model_before_tp_on_large_memo
     old_core = rec("megatron-core", "r0.8.0")                               # before --use-megatron-fsdp (core 0.15)
     assert "matrix.sharded-dp-before-tp" not in {e.rule_id for e in old_core.trace.events if e.op == "fire"}
     assert not advisor.audit(gb200, model, bridge.layout, bridge.training).errors
+
+
+@pytest.mark.parametrize("version, number", [("core_v0.16.1", 16), ("0.15", 15), ("r0.8.0", 8), ("0.9", 9),
+                                             ("25.11", 25011), ("main", 0), (None, 0), ("1", 1000)])
+def test_a_release_is_a_number_rules_can_compare(version, number):
+    from advisor.facts import release_number
+    assert release_number(version) == number
