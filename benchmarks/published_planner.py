@@ -84,8 +84,10 @@ def evaluate(rec, mode: str) -> dict:
     except advisor.AdvisorError as exc:
         rel, fits = None, f"not estimable: {exc}".splitlines()[0]
     got = _shape(result.layout) if result.layout else None
+    # issue 17: no recommendation that its own audit calls an error
+    audit_errors = sum(f.severity == "error" for f in result.findings)
     return dict(id=rec.id, source=_source(rec.id), pub=pub, got=got, rank=rank, rel=rel, fits=fits, n=len(shapes),
-                stack=training.framework, era=bool(rules))
+                stack=training.framework, era=bool(rules), audit_errors=audit_errors)
 
 
 def summary(rows: list[dict], title: str) -> None:
@@ -100,6 +102,9 @@ def summary(rows: list[dict], title: str) -> None:
     print(f"(TP, PP) agreement:       {tp_pp / n:6.1%}  ({tp_pp}/{n})   target >= 55%")
     print(f"(TP, PP, CP, EP):         {full / n:6.1%}  ({full}/{n})")
     print(f"published in top 5:       {top5 / n:6.1%}  ({top5}/{n})   target >= 85%")
+    none = sum(r["got"] is None for r in rows)
+    flagged = sum(r["audit_errors"] > 0 for r in rows)
+    print(f"no recommendation: {none}; recommendations with an audit error: {flagged}   target 0")
     if rels:
         print(f"published/recommended est. step time: median {statistics.median(rels):.2f}, "
               f"min {min(rels):.2f}, max {max(rels):.2f}")
