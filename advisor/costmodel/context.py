@@ -11,7 +11,8 @@ etp x ep grid with expert-DP = world / (etp * ep * pp) (M2).
 from __future__ import annotations
 
 from ..errors import InputError
-from ..inputs.architecture import ParameterCount, count_parameters, hybrid_counts, mamba_dims, mamba_shape_ok, windowed_layers
+from ..inputs.architecture import (ParameterCount, count_parameters, gdn_dims, gdn_shape_ok, hybrid_counts, mamba_dims,
+                                   mamba_shape_ok, windowed_layers)
 from ..inputs.finetune import DEFAULT_LORA_RANK, DEFAULT_LORA_TARGETS, FROZEN_BASE_TASKS
 from ..inputs.pipeline import stage_layers
 from ..inputs.precision import recipe
@@ -113,7 +114,7 @@ class Ctx:
     gpt_style: bool    # biases or learned positions: GPT-2/3-style, trained with dropout
     pc: ParameterCount
     # hybrid stacks (Model.hybrid_pattern); None for attention + MLP layers, and then nothing reads them
-    hyb: tuple | None    # Mamba-2 sizes (d_inner, ngroups*d_state, nheads, conv channels, d_state, chunk, d_conv, ngroups)
+    hyb: tuple | None    # linear-mixer sizes (d_inner, ngroups*d_state, nheads, conv channels, d_state, chunk, d_conv, ngroups, kind, ...): _linear_mixer
     hcounts: tuple | None  # (Mamba, attention, MLP, MoE) layers of the whole stack
     pattern: str | None    # Model.hybrid_pattern
     hsplit: tuple | None   # per stage: (Mamba, attention, MLP, MoE) layers; split is (layers, MLP, MoE) then
@@ -195,11 +196,9 @@ def _static(cluster, model, training) -> tuple:
     if pattern is not None:
         hcounts = hybrid_counts(pattern)
         if hcounts[0]:
-            d_inner, gn, nheads, conv_ch = mamba_dims(model)
-            hyb = (d_inner, gn, nheads, conv_ch, model.mamba_state, model.mamba_chunk, model.mamba_conv,
-                   model.mamba_groups)
+            hyb = _linear_mixer(model, pattern)
         else:
-            hyb = (0, 0, 0, 0, 0, 1, 0, 1)
+            hyb = (0, 0, 0, 0, 0, 1, 0, 1, "M")
     g = cluster.gpu
     peak = g.peak_flops
     rec = recipe(training.precision)
@@ -421,9 +420,35 @@ def resolve(cluster, model, layout, training) -> Ctx:
     return c
 
 
+def _linear_mixer(model, pattern: str) -> tuple:
+    """`hyb`: the linear mixer's sizes (d_inner, ngroups*d_state, nheads, conv channels, d_state, chunk,
+    d_conv, ngroups, kind). A Gated DeltaNet layer ("G") fills the Mamba-2 slots with the tensors
+    that play the same part in its cost (architecture.gdn_dims): d_inner = the value dim (v and the
+    gate z, as Mamba's x and z), ngroups*d_state = the key dim (k and q, as B and C), nheads = 2 x
+    value heads (beta and the decay input, as Mamba's dt), ngroups = the key heads; then its value
+    heads, key head dim and value head dim."""
+    if "G" in pattern:
+        v_dim, k_dim, v_heads, conv_ch = gdn_dims(model)
+        return (v_dim, k_dim, 2 * v_heads, conv_ch, model.gdn_key_head_dim, model.gdn_chunk, model.gdn_conv,
+                model.gdn_key_heads, "G", v_heads, model.gdn_key_head_dim, model.gdn_value_head_dim)
+    d_inner, gn, nheads, conv_ch = mamba_dims(model)
+    return (d_inner, gn, nheads, conv_ch, model.mamba_state, model.mamba_chunk, model.mamba_conv,
+            model.mamba_groups, "M")
+
+
 def _check_mamba_shape(hyb: tuple, tp: int, cp: int) -> None:
     """The Mamba-2 heads and groups tp and cp must divide (architecture.mamba_shape_ok; the audit rule
-    megatron.mamba-heads-groups reports it)."""
+    megatron.mamba-heads-groups reports it); for Gated DeltaNet its key and value heads
+    (architecture.gdn_shape_ok; megatron.gdn-heads)."""
+    if hyb[8] == "G":
+        v_heads, k_heads = hyb[9], hyb[7]
+        if not gdn_shape_ok(v_heads, k_heads, tp, 1):
+            raise InputError("Layout.tp", tp, f"a divisor of the Gated DeltaNet key heads ({k_heads}) and value "
+                             f"heads ({v_heads})", "Megatron-Core shards them over TP (transformer_config.py)")
+        if not gdn_shape_ok(v_heads, k_heads, tp, cp):
+            raise InputError("Layout.cp", cp, f"a divisor of the Gated DeltaNet key heads per TP rank ({k_heads // tp})",
+                             "Megatron-Core's GDN all-to-all CP splits each rank's heads (gated_delta_net/common.py)")
+        return
     nheads, ngroups = hyb[2], hyb[7]
     if not mamba_shape_ok(nheads, ngroups, tp, 1):
         raise InputError("Layout.tp", tp, f"a divisor of the Mamba heads ({nheads}) and groups ({ngroups})",
