@@ -125,6 +125,8 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("model.mtp_layers", int, "multi-token-prediction modules"),
     ("model.mamba_layers", int, "Mamba-2 layers of a hybrid stack (Model.hybrid_pattern 'M'); 0 otherwise"),
     ("model.gdn_layers", int, "Gated DeltaNet layers of a hybrid stack (Model.hybrid_pattern 'G'); 0 otherwise"),
+    ("model.parallel_mixers", bool, "each Mamba-2 + attention pair of the hybrid stack runs in parallel on one input "
+     "(Model.parallel_mixers, Falcon-H1)"),
     # --- scope "layout": the layout under audit, and numbers derived from it -------------------
     ("layout.framework", str, "megatron, deepspeed, megatron+deepspeed or torchtitan"),
     ("layout.tp", int, "tensor-parallel degree"),
@@ -272,6 +274,7 @@ def build_facts(cluster: Cluster, model: Model, training: Training) -> dict[str,
             "mtp_layers": model.mtp_layers,
             "mamba_layers": (model.hybrid_pattern or "").count("M"),
             "gdn_layers": (model.hybrid_pattern or "").count("G"),
+            "parallel_mixers": model.parallel_mixers,
         },
         "training": {
             "seq_len": training.seq_len,

@@ -315,6 +315,9 @@ def _hybrid_layer_acts(c: Ctx, A, recompute: str) -> tuple:
     shape = dict(flash=c.flash, f=c.f, gated=c.gated, wq=c.wq, wk=c.wk, wv=c.wv, wo=c.wo, kv_div=c.kv_div,
                  latent=c.latent, s_attn=c.seq, modules=modules)
     attn = per_layer_activations(c.s_loc, c.b, c.h, c.a, mlp=False, **shape, **common)
+    if c.parallel:   # Falcon-H1: the attention branch reads the Mamba branch's stored input and norm output
+        attn -= (2.0 * c.s_loc * c.b * c.h / (c.tp if c.sp else 1) if recompute == "full" else
+                 c.s_loc * c.b * (2.0 * c.h + lin * c.h) / (c.tp if c.sp else 1))
     mlp = per_layer_activations(c.s_loc, c.b, c.h, c.a, attention=False, **shape, **common)
     moe = 0.0
     if c.experts > 1:
@@ -574,7 +577,7 @@ def _hybrid_layer_params(c: Ctx, inv: tuple) -> tuple:
     norm = pc.norms
     kv_extra = c.kv_params * (1.0 / c.kv_div - 1.0 / tp) if c.kv_div < tp else 0.0
     mamba = pc.mamba / tp + norm
-    attn = pc.attention / tp + kv_extra + norm
+    attn = pc.attention / tp + kv_extra + (0 if c.parallel else norm)   # parallel_mixers: one norm per pair
     mlp = pc.dense_mlp / tp + norm
     moe_other = inv[2] if c.experts > 1 else 0.0
     if c.experts > 1:   # _state_invariants' MoE layer carries the attention of a dense-stack layer
@@ -594,7 +597,7 @@ def _hybrid_stage_params(c: Ctx, counts: tuple, inv: tuple) -> tuple:
     norm = c.pc.norms
     d_inner, gn, nheads = c.hyb[:3]
     mamba_linear = (c.h * (2 * d_inner + 2 * gn + nheads) + d_inner * c.h) / c.tp
-    linear = (n_m * mamba_linear + n_a * (attn - norm) + n_d * (mlp - norm)
+    linear = (n_m * mamba_linear + n_a * (attn - (0 if c.parallel else norm)) + n_d * (mlp - norm)
               + n_e * (moe_other - norm - c.h * c.experts) + expert)
     return dense, expert, linear
 

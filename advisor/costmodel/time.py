@@ -216,7 +216,7 @@ def _hybrid_traffic(c: Ctx) -> tuple:
     h, t = c.h, c.tp
     norm = 4.0 * h / div
     d_inner, gn, nheads = c.hyb[:3]
-    attn = norm + (2.0 * c.wq + 2.0 * c.wo) / t + 2.0 * (c.wk + c.wv) / c.kv_div
+    attn = (0.0 if c.parallel else norm) + (2.0 * c.wq + 2.0 * c.wo) / t + 2.0 * (c.wk + c.wv) / c.kv_div
     mlp = norm + ((4.0 if c.gated else 2.0) + 2.0) * c.f / t
     moe = 0.0
     if c.experts > 1:

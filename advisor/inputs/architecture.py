@@ -238,7 +238,8 @@ def count_parameters(m) -> ParameterCount:
         mamba = (_gdn(m) if "G" in pattern else _mamba(m)) if n_mamba else 0
         qk = layer_norms - 2 * norm               # qk_norm weights belong to the attention layers
         layer_norms = norm
-        body = (n_mamba * (mamba + norm) + n_attn * (attention + norm + qk) + dense_layers * (dense_mlp + norm)
+        attn_norm = 0 if getattr(m, "parallel_mixers", False) else norm   # Falcon-H1: one pre-norm per pair
+        body = (n_mamba * (mamba + norm) + n_attn * (attention + attn_norm + qk) + dense_layers * (dense_mlp + norm)
                 + moe_layers * (moe_mlp + norm))
     total = embedding + output + body + norm
     inactive = moe_layers * (m.experts - m.experts_per_token) * expert

@@ -28,11 +28,12 @@ the embeddings are tied when the file does not say). Supported `model_type`s:
 | llama4(_text)            | MoE interleaved with dense layers, shared expert, chunked attention  |
 | nemotron_h               | hybrid Mamba-2 / attention / relu2-MLP (/ MoE) layers by pattern     |
 | qwen3_next               | Gated DeltaNet / gated attention mixers, each then MoE (by pattern)  |
+| falcon_h1                | Mamba-2 and attention in parallel, then a SwiGLU MLP, in every layer |
 
 `gemma3` and `llama4` (multimodal checkpoints) are read from their `text_config`. `nemotron_h`
 is read into `Model.hybrid_pattern` and the `mamba_*` fields, `qwen3_next` into the pattern (its
-48 layers as 96 characters, mixer then MoE) and the `gdn_*` fields. The other hybrid and state-space
-models (`falcon_h1`, `mamba`, `mamba2`) are refused with what is not modelled, never
+48 layers as 96 characters, mixer then MoE) and the `gdn_*` fields, `falcon_h1` into "M*-" per layer
+with `parallel_mixers`. The state-space models `mamba` and `mamba2` are refused with what is not modelled, never
 mapped to another family. A `max_position_embeddings` beyond 65,536 with no RoPE-scaling original
 length is a supported length, not the pretraining context (Mistral-Nemo: 1,024,000), so the model
 states no `seq_len` and the training's default applies (its trace says so).
@@ -169,14 +170,20 @@ _FAMILIES: dict[str, _Family] = {
     # src/transformers/models/qwen3_next/configuration_qwen3_next.py
     "qwen3_next": _Family("swiglu", "rmsnorm", "rope", False, False, False, False, moe="qwen3_next",
                           head_dim_default=256, qk_norm=True),
+    # FalconH1Config (Falcon-H1 0.5B-34B): every decoder layer runs a Mamba-2 mixer and GQA attention
+    # in parallel on one input_layernorm output, sums them, then a SwiGLU MLP after pre_ff_layernorm;
+    # RMSNorm, RoPE, no biases unless attention_bias / mlp_bias / projectors_bias. Read into
+    # Model.hybrid_pattern "M*-" per layer with parallel_mixers. The muP multipliers (embedding,
+    # lm_head, key, attention / SSM in and out, MLP) scale activations and add no parameter.
+    # huggingface/transformers@020a37d2264e60dc7beb9634c3e87ad870073e2c
+    # src/transformers/models/falcon_h1/configuration_falcon_h1.py
+    "falcon_h1": _Family("swiglu", "rmsnorm", "rope", False, False, False, False, moe="falcon_h1"),
 }
 # model_types whose config nests the language model under "text_config" (multimodal checkpoints):
 # the text model is read, the vision tower is not (it is not trained by the layouts advisor plans).
 _TEXT_CONFIG = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
 # Architectures advisor cannot describe yet, refused with what is missing instead of a wrong mapping.
 _NOT_YET = {
-    "falcon_h1": "layers running attention and a Mamba-2 mixer in parallel on one input (Falcon-H1) are "
-                 "not modelled yet",
     "mamba": "Mamba layers are not modelled yet",
     "mamba2": "Mamba-2 layers are not modelled yet",
 }
@@ -305,6 +312,8 @@ def model_fields_from_hf_config(path_or_dict: str | os.PathLike[str] | Mapping[s
         _nemotron_h(r, kwargs, layers)
     elif fam.moe == "qwen3_next":
         _qwen3_next(r, kwargs, layers)
+    elif fam.moe == "falcon_h1":
+        _falcon_h1(r, kwargs, layers)
 
     return HFModelFields(kwargs, model_type, where)
 
@@ -429,6 +438,42 @@ def _qwen3_next(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
                              f"a multiple of moe_intermediate_size ({expert})",
                              "advisor.Model counts shared experts in units of one expert")
         kwargs["shared_experts"] = shared // expert
+
+
+# --- Falcon-H1 -------------------------------------------------------------------------------------
+
+def _falcon_h1(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
+    """FalconH1Config: the parallel mixer's Mamba-2 sizes (mamba_d_ssm, else mamba_expand x hidden, =
+    mamba_n_heads x mamba_d_head; mamba_n_groups, mamba_d_state, mamba_d_conv, mamba_chunk_size) and
+    the flags whose tensors advisor counts the Nemotron-H way (conv1d bias, no in_proj / out_proj bias;
+    huggingface/transformers modular_falcon_h1.py FalconH1Mixer, a BambaMixer with mamba_d_ssm channels).
+    The mixer's gated RMSNorm (mamba_rms_norm; d_inner weights, 0.01 % of Falcon-H1-3B) is counted
+    whether the checkpoint has it or not."""
+    hidden = kwargs["hidden"]
+    heads = r.required(("mamba_n_heads",))
+    d_ssm = r.optional(("mamba_d_ssm",)) or (r.optional(("mamba_expand",)) or 2) * hidden
+    head_dim = r.cfg.get("mamba_d_head", "auto")
+    head_dim = d_ssm // heads if head_dim in ("auto", None) else r.value("mamba_d_head", head_dim)
+    if head_dim * heads != d_ssm:
+        raise InputError("hf_config.mamba_d_head", head_dim, f"mamba_d_ssm / mamba_n_heads ({d_ssm} / {heads})",
+                         "FalconH1Config.validate_architecture: the heads tile the SSM channels")
+    for key, default in (("mamba_proj_bias", False), ("projectors_bias", False), ("attention_bias", False),
+                         ("mlp_bias", False)):
+        if r.flag(key, default):
+            raise InputError(f"hf_config.{key}", True, "false, as every Falcon-H1 checkpoint",
+                             "biased Falcon-H1 projections are not counted")
+    if not r.flag("mamba_conv_bias", True):
+        raise InputError("hf_config.mamba_conv_bias", False, "true, as every Falcon-H1 checkpoint",
+                         "a Mamba-2 conv1d without bias is not counted")
+    kwargs["hybrid_pattern"] = "M*-" * layers
+    kwargs["layers"] = 3 * layers            # one character per branch pair's two mixers and the MLP
+    kwargs["parallel_mixers"] = True
+    kwargs["mamba_heads"] = heads
+    kwargs["mamba_head_dim"] = head_dim
+    kwargs["mamba_state"] = r.optional(("mamba_d_state",)) or 256
+    kwargs["mamba_groups"] = r.optional(("mamba_n_groups",)) or 1
+    kwargs["mamba_conv"] = r.optional(("mamba_d_conv",)) or 4
+    kwargs["mamba_chunk"] = r.optional(("mamba_chunk_size",)) or 256
 
 
 # --- attention windows, Falcon, Llama 4 ------------------------------------------------------------

@@ -305,6 +305,12 @@ class Model(_Frozen):
     """Chunk length of the chunked gated delta rule (Yang et al. 2024, arXiv:2412.06464 §3.3).
     Default 64, the chunk_size of transformers' torch_chunk_gated_delta_rule (huggingface/transformers@
     043bb8dde14aae1a56b84cd230737cf5d0877912 src/transformers/models/qwen3_next/modular_qwen3_next.py)."""
+    parallel_mixers: bool = False
+    """Each "M*" pair of hybrid_pattern is one mixer: the Mamba-2 mixer and self-attention read the same
+    pre-norm output in parallel and their outputs are summed (Falcon-H1, Zuo et al. 2025,
+    arXiv:2507.22448 §2; HF FalconH1DecoderLayer). Priced as the two branches summed (parameters,
+    FLOPs, each branch's stored tensors) with one pre-norm, one stored layer input and one norm output
+    for the pair. The pattern is then "M*" pairs, each optionally followed by "-" or "E"."""
     attention_output_gate: bool = False
     """Gated attention (Qiu et al. 2025, arXiv:2505.06708; Qwen3-Next): q_proj also emits a sigmoid
     gate of heads x head_dim channels that multiplies the attention output before o_proj, so q_proj is
@@ -381,8 +387,9 @@ class Model(_Frozen):
         mamba = (self.mamba_heads, self.mamba_head_dim, self.mamba_state)
         gdn = (self.gdn_key_heads, self.gdn_value_heads)
         if p is None:
-            if any(v is not None for v in mamba + gdn):
-                raise InputError("Model.hybrid_pattern", None, "a layer pattern when mamba_* or gdn_* fields are set",
+            if any(v is not None for v in mamba + gdn) or self.parallel_mixers:
+                raise InputError("Model.hybrid_pattern", None,
+                                 "a layer pattern when mamba_*, gdn_* or parallel_mixers are set",
                                  'e.g. "M-M*-" (M Mamba-2, G Gated DeltaNet, * attention, - MLP, E MoE)')
             return
         bad = sorted(set(p) - set(HYBRID_KINDS))
@@ -393,6 +400,9 @@ class Model(_Frozen):
             raise InputError("Model.hybrid_pattern", p, "Mamba-2 (M) or Gated DeltaNet (G) layers, not both",
                              "a stack mixing the two linear mixers is not modelled")
         self._check_gdn(p)
+        if self.parallel_mixers and p.replace("M*", "") != p.replace("M*", "").replace("M", "").replace("*", ""):
+            raise InputError("Model.hybrid_pattern", p, "every M followed by its * with parallel_mixers",
+                             "a parallel mixer is a Mamba-2 and an attention branch on one input (Falcon-H1)")
         if len(p) != self.layers:
             raise InputError("Model.hybrid_pattern", f"{len(p)} characters", f"one per layer ({self.layers})",
                              "each character is one layer, as Megatron-Core counts --num-layers")
@@ -446,7 +456,7 @@ class Model(_Frozen):
     def from_hf_config(cls, path_or_dict, *, name: str | None = None) -> "Model":
         """A Model from a Hugging Face config.json (path, folder or dict): Llama, Mistral, Mixtral,
         Qwen2, Qwen3 (dense and MoE), DeepSeek-V2/V3, GPT-NeoX, BLOOM, GPT-2, Gemma, SmolLM3,
-        StarCoder2, Nemotron, Nemotron-H, Qwen3-Next (advisor.hf.SUPPORTED_MODEL_TYPES). A missing key raises InputError
+        StarCoder2, Nemotron, Nemotron-H, Qwen3-Next, Falcon-H1 (advisor.hf.SUPPORTED_MODEL_TYPES). A missing key raises InputError
         naming it."""
         read = model_fields_from_hf_config(path_or_dict, name=name)
         try:
