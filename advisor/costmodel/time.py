@@ -222,7 +222,7 @@ def _hybrid_traffic(c: Ctx) -> tuple:
     if c.experts > 1:
         moe = norm + ((4.0 if c.gated else 2.0) + 2.0) * c.f_moe * (c.topk + c.shared) / t + 4.0 * h * c.topk / t
     mamba = 0.0
-    if d_inner:
+    if d_inner:   # a Gated DeltaNet layer's in_proj output, conv, gate and norm tensors fill the same slots (hyb)
         mamba = norm + (2 * (2 * d_inner + 2 * gn + nheads) + 6 * d_inner) / t
     ew = (mamba, attn, mlp, moe)
     if not c.lowp_bytes:

@@ -536,10 +536,23 @@ FINETUNE_SEQ_LEN = 4096
 FINETUNE_BATCH = 128
 
 
+def _model_notes(model: Model) -> list[str]:
+    """What the cost model approximates for this model's layer kinds, for the trace."""
+    notes = []
+    if model.parallel_mixers:
+        notes.append("model: each parallel Mamba-2 + attention pair (M*) is priced as the two branches summed "
+                     "(parameters, FLOPs, each branch's stored tensors) with one pre-norm and one stored input; "
+                     "a fused TP all-reduce of the two branches is not assumed")
+    if model.hybrid_pattern is not None and "G" in model.hybrid_pattern:
+        notes.append("model: Gated DeltaNet layers (G) are priced as linear-attention mixers: the chunked delta "
+                     "rule's O(s) FLOPs and per-token activations, Mamba-style TP and all-to-all CP")
+    return notes
+
+
 def resolve_training(model: Model, training: Training | None) -> tuple[Training, list[str]]:
     """Fill seq_len and global_batch_size when omitted; returns the notes saying what was assumed."""
     training = training or Training()
-    notes: list[str] = []
+    notes: list[str] = _model_notes(model)
     updates: dict[str, Any] = {}
     tuning = training.task != "pretrain"
     if training.seq_len is None and tuning:
