@@ -20,7 +20,7 @@ from .costmodel.context import is_shape_error
 from .costmodel.adapters import finetune_state_bytes
 from .costmodel.memory import model_state_bytes_per_param
 from .errors import InputError
-from .inputs.architecture import count_parameters, mamba_shape_ok
+from .inputs.architecture import count_parameters, gdn_shape_ok, mamba_shape_ok
 from .inputs.layout import Layout
 from .inputs.pipeline import megatron_split, virtual_stage_layers
 from .inputs.precision import megatron_adam_dtypes, recipe
@@ -124,6 +124,9 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("model.mla", bool, "multi-head latent attention (DeepSeek-V2/V3)"),
     ("model.mtp_layers", int, "multi-token-prediction modules"),
     ("model.mamba_layers", int, "Mamba-2 layers of a hybrid stack (Model.hybrid_pattern 'M'); 0 otherwise"),
+    ("model.gdn_layers", int, "Gated DeltaNet layers of a hybrid stack (Model.hybrid_pattern 'G'); 0 otherwise"),
+    ("model.parallel_mixers", bool, "each Mamba-2 + attention pair of the hybrid stack runs in parallel on one input "
+     "(Model.parallel_mixers, Falcon-H1)"),
     # --- scope "layout": the layout under audit, and numbers derived from it -------------------
     ("layout.framework", str, "megatron, deepspeed, megatron+deepspeed or torchtitan"),
     ("layout.tp", int, "tensor-parallel degree"),
@@ -148,6 +151,8 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("check.heads_mod_cp", int, "heads % cp (DeepSpeed-Ulysses scatters attention heads over cp)"),
     ("check.mamba_shape_ok", bool, "tp divides the Mamba-2 heads and groups and cp the heads per TP rank "
      "(architecture.mamba_shape_ok); true without Mamba layers"),
+    ("check.gdn_shape_ok", bool, "tp divides the Gated DeltaNet key and value heads and cp the heads per TP rank "
+     "(architecture.gdn_shape_ok); true without Gated DeltaNet layers"),
     ("check.pp_split_needs_layout", bool, "pp splits the layers neither evenly nor as even middle stages between "
      "lighter first and last ones (inputs.pipeline.megatron_split is None): only --pipeline-model-parallel-layout "
      "can say it"),
@@ -268,6 +273,8 @@ def build_facts(cluster: Cluster, model: Model, training: Training) -> dict[str,
             "mla": model.mla is not None,
             "mtp_layers": model.mtp_layers,
             "mamba_layers": (model.hybrid_pattern or "").count("M"),
+            "gdn_layers": (model.hybrid_pattern or "").count("G"),
+            "parallel_mixers": model.parallel_mixers,
         },
         "training": {
             "seq_len": training.seq_len,
@@ -354,6 +361,8 @@ def build_layout_facts(cluster: Cluster, model: Model, training: Training, layou
         "pp_split_needs_layout": pp > 1 and megatron_split(model.layers, pp) is None,
         "mamba_shape_ok": ("M" not in (model.hybrid_pattern or "")
                            or mamba_shape_ok(model.mamba_heads, model.mamba_groups, tp, cp)),
+        "gdn_shape_ok": ("G" not in (model.hybrid_pattern or "")
+                         or gdn_shape_ok(model.gdn_value_heads, model.gdn_key_heads, tp, cp)),
         "tp_mod_kv_heads": tp % model.kv_heads,
         "layers_mod_pp": model.layers % pp,
         "layers_per_stage": per_stage,

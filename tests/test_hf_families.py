@@ -128,7 +128,7 @@ def test_a_supported_length_is_not_the_pretraining_context():
     assert any(n.startswith("training.seq_len not given: 4096 tokens") for n in notes), notes
 
 
-@pytest.mark.parametrize("model_type", ["qwen3_next", "falcon_h1", "mamba2"])
+@pytest.mark.parametrize("model_type", ["mamba", "mamba2"])
 def test_hybrid_models_are_refused_with_what_is_missing_and_no_remapping(model_type):
     with pytest.raises(InputError) as err:
         Model.from_hf_config({"model_type": model_type, "num_hidden_layers": 4, "hidden_size": 64,

@@ -264,7 +264,7 @@ def mamba_cp(c: Ctx, A) -> tuple:
     d_state r + nheads) / tp bytes per token on this rank, the same again backward, and the forward
     once more under full recompute. Not overlapped with compute (the scan needs them)."""
     d_inner, gn, nheads = c.hyb[:3]
-    g_tp = c.hyb[7] // c.tp
+    g_tp = max(1, c.hyb[7] // c.tp)    # at least one group per rank (fewer: the audit refuses the tp)
     repeat = c.cp // g_tp if g_tp < c.cp else 1
     payload = 2.0 * c.s_loc * c.b * (3 * d_inner + 2 * gn * repeat + nheads) / c.tp
     passes = 3.0 if c.recompute == "full" else 2.0

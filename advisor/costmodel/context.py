@@ -11,7 +11,7 @@ etp x ep grid with expert-DP = world / (etp * ep * pp) (M2).
 from __future__ import annotations
 
 from ..errors import InputError
-from ..inputs.architecture import ParameterCount, count_parameters, hybrid_counts, mamba_dims, mamba_shape_ok, windowed_layers
+from ..inputs.architecture import ParameterCount, count_parameters, gdn_dims, hybrid_counts, mamba_dims, windowed_layers
 from ..inputs.finetune import DEFAULT_LORA_RANK, DEFAULT_LORA_TARGETS, FROZEN_BASE_TASKS
 from ..inputs.pipeline import stage_layers
 from ..inputs.precision import recipe
@@ -23,9 +23,7 @@ DEEPSPEED_FRAMEWORKS = ("deepspeed", "megatron+deepspeed")
 
 # The fields of the InputErrors `resolve` raises for a layout's shape: the degrees do not multiply to
 # the GPU count, etp*ep*pp does not divide it, the batch does not split over the micro-batches.
-# A hybrid model's Mamba heads and groups that tp (and cp) do not divide are a shape error too.
-_SHAPE_FIELDS = frozenset({"Layout.dp", "Layout.ep", "Layout.num_microbatches", "Training.global_batch_size",
-                           "Layout.tp", "Layout.cp"})
+_SHAPE_FIELDS = frozenset({"Layout.dp", "Layout.ep", "Layout.num_microbatches", "Training.global_batch_size"})
 
 
 def is_shape_error(exc: Exception) -> bool:
@@ -113,9 +111,10 @@ class Ctx:
     gpt_style: bool    # biases or learned positions: GPT-2/3-style, trained with dropout
     pc: ParameterCount
     # hybrid stacks (Model.hybrid_pattern); None for attention + MLP layers, and then nothing reads them
-    hyb: tuple | None    # Mamba-2 sizes (d_inner, ngroups*d_state, nheads, conv channels, d_state, chunk, d_conv, ngroups)
+    hyb: tuple | None    # linear-mixer sizes (d_inner, ngroups*d_state, nheads, conv channels, d_state, chunk, d_conv, ngroups, kind, ...): _linear_mixer
     hcounts: tuple | None  # (Mamba, attention, MLP, MoE) layers of the whole stack
     pattern: str | None    # Model.hybrid_pattern
+    parallel: bool         # Model.parallel_mixers: each M* pair shares one pre-norm and its input
     hsplit: tuple | None   # per stage: (Mamba, attention, MLP, MoE) layers; split is (layers, MLP, MoE) then
     kv_params: int
     pos_params: int
@@ -195,11 +194,9 @@ def _static(cluster, model, training) -> tuple:
     if pattern is not None:
         hcounts = hybrid_counts(pattern)
         if hcounts[0]:
-            d_inner, gn, nheads, conv_ch = mamba_dims(model)
-            hyb = (d_inner, gn, nheads, conv_ch, model.mamba_state, model.mamba_chunk, model.mamba_conv,
-                   model.mamba_groups)
+            hyb = _linear_mixer(model, pattern)
         else:
-            hyb = (0, 0, 0, 0, 0, 1, 0, 1)
+            hyb = (0, 0, 0, 0, 0, 1, 0, 1, "M")
     g = cluster.gpu
     peak = g.peak_flops
     rec = recipe(training.precision)
@@ -216,7 +213,7 @@ def _static(cluster, model, training) -> tuple:
         shared=model.shared_experts, dense_first=model.dense_layers if model.experts > 1 else model.layers,
         moe_freq=model.moe_layer_freq, vocab=vocab, tied=model.tied_embeddings,
         gpt_style=model.bias or model.position_embedding == "learned", pc=pc, hyb=hyb, hcounts=hcounts,
-        pattern=pattern,
+        pattern=pattern, parallel=getattr(model, "parallel_mixers", False),
         kv_params=kv_params, pos_params=pc.embedding - vocab * h,
         frozen=frozen, qlora=training.task == "qlora",
         lora_rank=(training.lora_rank or DEFAULT_LORA_RANK) if frozen else 0,
@@ -385,9 +382,10 @@ def resolve(cluster, model, layout, training) -> Ctx:
         vpad = vocab
     value = _split(fields, splits, pp)
     stages, split, cand = value[:3]
-    hyb = fields["hyb"]
-    if hyb is not None and hyb[2]:
-        _check_mamba_shape(hyb, tp, cp)
+    # A tp or cp that does not split the Mamba-2 / Gated DeltaNet heads and groups is priced (with the
+    # fractional per-rank share), as any other shape the planner's space does not filter: the audit
+    # rules refuse it for every framework (megatron.mamba-heads-groups, megatron.gdn-heads; the
+    # DeepSpeed and torchtitan hybrid rules refuse tp > 1 and cp > 1 there).
     d = fields.copy()  # already holds every per-layout key (as None), so no resize below
     d["tp"] = tp
     d["pp"] = pp
@@ -421,17 +419,20 @@ def resolve(cluster, model, layout, training) -> Ctx:
     return c
 
 
-def _check_mamba_shape(hyb: tuple, tp: int, cp: int) -> None:
-    """The Mamba-2 heads and groups tp and cp must divide (architecture.mamba_shape_ok; the audit rule
-    megatron.mamba-heads-groups reports it)."""
-    nheads, ngroups = hyb[2], hyb[7]
-    if not mamba_shape_ok(nheads, ngroups, tp, 1):
-        raise InputError("Layout.tp", tp, f"a divisor of the Mamba heads ({nheads}) and groups ({ngroups})",
-                         "Megatron-Core shards Mamba-2 heads and B/C groups over TP (mamba_mixer.py)")
-    if not mamba_shape_ok(nheads, ngroups, tp, cp):
-        raise InputError("Layout.cp", cp, f"a divisor of the Mamba heads per TP rank ({nheads // tp}) that "
-                         f"divides or is a multiple of the groups per TP rank ({ngroups // tp})",
-                         "Megatron-Core's Mamba all-to-all CP (mamba_context_parallel.py)")
+def _linear_mixer(model, pattern: str) -> tuple:
+    """`hyb`: the linear mixer's sizes (d_inner, ngroups*d_state, nheads, conv channels, d_state, chunk,
+    d_conv, ngroups, kind). A Gated DeltaNet layer ("G") fills the Mamba-2 slots with the tensors
+    that play the same part in its cost (architecture.gdn_dims): d_inner = the value dim (v and the
+    gate z, as Mamba's x and z), ngroups*d_state = the key dim (k and q, as B and C), nheads = 2 x
+    value heads (beta and the decay input, as Mamba's dt), ngroups = the key heads; then its value
+    heads, key head dim and value head dim."""
+    if "G" in pattern:
+        v_dim, k_dim, v_heads, conv_ch = gdn_dims(model)
+        return (v_dim, k_dim, 2 * v_heads, conv_ch, model.gdn_key_head_dim, model.gdn_chunk, model.gdn_conv,
+                model.gdn_key_heads, "G", v_heads, model.gdn_key_head_dim, model.gdn_value_head_dim)
+    d_inner, gn, nheads, conv_ch = mamba_dims(model)
+    return (d_inner, gn, nheads, conv_ch, model.mamba_state, model.mamba_chunk, model.mamba_conv,
+            model.mamba_groups, "M")
 
 
 # Entries per memo (one per (cluster, model, training); _STATIC keeps up to 16): a recommendation

@@ -223,6 +223,36 @@ def mamba_activations(s, b, h, d_inner, gn, nheads, *, t=1, sp=False, recompute=
     return s * b * (rep / div + shd)
 
 
+def gdn_activations(s, b, h, v_dim, k_dim, v_heads, dk, chunk, *, t=1, sp=False, recompute="none",
+                    dropout_masks=True, lin_bytes=2.0):
+    """Bytes one Gated DeltaNet layer ("G" of a hybrid stack) stores for one micro-batch on one TP rank.
+
+    Per token, 16-bit unless said, as transformers' Qwen3NextGatedDeltaNet runs it with the fla and
+    causal-conv1d kernels (huggingface/transformers@043bb8dde14aae1a56b84cd230737cf5d0877912
+    src/transformers/models/qwen3_next/modular_qwen3_next.py; Megatron-Core's GatedDeltaNet,
+    megatron/core/ssm/gated_delta_net.py, runs the same kernels on the same tensors):
+      replicated (sharded by SP): the layer input 2h, the in_proj input lin*h, the dropout mask h;
+      TP-sharded (Megatron shards the key and value heads over TP): the in_proj outputs q, k, v, z, b, a
+      2(2 kdim + 2 vdim + 2 vheads) (the conv1d's input and the gate z); the conv1d output 2(2 kdim + vdim);
+      what fla's ChunkGatedDeltaRuleFunction saves (fla-org/flash-linear-attention
+      fla/ops/gated_delta_rule/chunk.py: save_for_backward(q, k, v, g, beta, A)): the l2-normed q and k
+      repeated to the value heads 2(2 vheads dk), v (the conv output above), g and beta in fp32 4 * 2 vheads, and A, the chunk's C x C
+      solve, C per value head per token 2 C vheads; the core output (the gated norm's input) 2 vdim and
+      the out_proj input lin*vdim. The chunk states are recomputed in the backward, so nothing grows with
+      the context beyond the per-token terms: O(s), never O(s^2).
+    recompute "full" keeps the layer input 2h (/t under SP), as any layer."""
+    div = t if sp else 1
+    if recompute == "full":
+        return 2.0 * s * b * h / div
+    mask = 1.0 if dropout_masks else 0.0
+    rep = 2 * h + lin_bytes * h + mask * h
+    proj = 2 * (2 * k_dim + 2 * v_dim + 2 * v_heads)
+    conv = 2 * (2 * k_dim + v_dim)
+    kernel = 2 * (2 * v_heads * dk) + 4 * (2 * v_heads) + 2 * chunk * v_heads
+    shd = (proj + conv + kernel + 2 * v_dim + lin_bytes * v_dim) / t
+    return s * b * (rep / div + shd)
+
+
 def fp8_params(c: Ctx, A) -> bool:
     """Weights kept in the low-precision format (Assumptions.fp8_param_gather, Megatron only)."""
     return A.fp8_param_gather and c.megatron and c.lowp_bytes > 0.0
@@ -278,10 +308,16 @@ def _hybrid_layer_acts(c: Ctx, A, recompute: str) -> tuple:
     modules = A.recompute_modules if recompute == "selective" else ()
     common = dict(t=c.tp, sp=c.sp, recompute=recompute, dropout_masks=masks, lin_bytes=lin)
     d_inner, gn, nheads = c.hyb[:3]
-    mamba = mamba_activations(c.s_loc, c.b, c.h, d_inner, gn, nheads, **common) if d_inner else 0.0
+    if c.hyb[8] == "G":
+        mamba = gdn_activations(c.s_loc, c.b, c.h, d_inner, gn, c.hyb[9], c.hyb[10], c.hyb[5], **common)
+    else:
+        mamba = mamba_activations(c.s_loc, c.b, c.h, d_inner, gn, nheads, **common) if d_inner else 0.0
     shape = dict(flash=c.flash, f=c.f, gated=c.gated, wq=c.wq, wk=c.wk, wv=c.wv, wo=c.wo, kv_div=c.kv_div,
                  latent=c.latent, s_attn=c.seq, modules=modules)
     attn = per_layer_activations(c.s_loc, c.b, c.h, c.a, mlp=False, **shape, **common)
+    if c.parallel:   # Falcon-H1: the attention branch reads the Mamba branch's stored input and norm output
+        attn -= (2.0 * c.s_loc * c.b * c.h / (c.tp if c.sp else 1) if recompute == "full" else
+                 c.s_loc * c.b * (2.0 * c.h + lin * c.h) / (c.tp if c.sp else 1))
     mlp = per_layer_activations(c.s_loc, c.b, c.h, c.a, attention=False, **shape, **common)
     moe = 0.0
     if c.experts > 1:
@@ -541,7 +577,7 @@ def _hybrid_layer_params(c: Ctx, inv: tuple) -> tuple:
     norm = pc.norms
     kv_extra = c.kv_params * (1.0 / c.kv_div - 1.0 / tp) if c.kv_div < tp else 0.0
     mamba = pc.mamba / tp + norm
-    attn = pc.attention / tp + kv_extra + norm
+    attn = pc.attention / tp + kv_extra + (0 if c.parallel else norm)   # parallel_mixers: one norm per pair
     mlp = pc.dense_mlp / tp + norm
     moe_other = inv[2] if c.experts > 1 else 0.0
     if c.experts > 1:   # _state_invariants' MoE layer carries the attention of a dense-stack layer
@@ -561,7 +597,7 @@ def _hybrid_stage_params(c: Ctx, counts: tuple, inv: tuple) -> tuple:
     norm = c.pc.norms
     d_inner, gn, nheads = c.hyb[:3]
     mamba_linear = (c.h * (2 * d_inner + 2 * gn + nheads) + d_inner * c.h) / c.tp
-    linear = (n_m * mamba_linear + n_a * (attn - norm) + n_d * (mlp - norm)
+    linear = (n_m * mamba_linear + n_a * (attn - (0 if c.parallel else norm)) + n_d * (mlp - norm)
               + n_e * (moe_other - norm - c.h * c.experts) + expert)
     return dense, expert, linear
 

@@ -71,7 +71,7 @@ def per_token_forward_flops(c: Ctx, n_dense: float, n_moe: float, logits: bool, 
 
 
 def ssd_flops_per_token(c: Ctx) -> float:
-    """Forward FLOPs per token of one Mamba-2 layer outside its GEMMs: the chunked SSD scan and the
+    """Forward FLOPs per token of one Mamba-2 layer (a Gated DeltaNet layer: gdn_flops_per_token) outside its GEMMs: the chunked SSD scan and the
     depthwise conv1d. Dao & Gu 2024 (arXiv:2405.21060) §6: the sequence is cut into chunks of Q
     tokens; within a chunk the output is the masked "attention-like" product (C B^T) X, Q x Q per
     group of d_state columns then per head of head_dim columns, i.e. 2 Q d_state ngroups + 2 Q d_inner
@@ -80,8 +80,26 @@ def ssd_flops_per_token(c: Ctx) -> float:
     from the passed states, 2 d_state d_inner each: 4 d_state d_inner per token. The conv1d:
     2 d_conv FLOPs per channel per token. Linear in s, as §6 states (O(T N^2) training FLOPs for
     head_dim = N)."""
+    if c.hyb[8] == "G":
+        return gdn_flops_per_token(c)
     d_inner, gn, nheads, conv_ch, state, chunk, d_conv = c.hyb[:7]
     return 2.0 * chunk * (gn + d_inner) + 4.0 * state * d_inner + 2.0 * d_conv * conv_ch
+
+
+def gdn_flops_per_token(c: Ctx) -> float:
+    """Forward FLOPs per token of one Gated DeltaNet layer outside its GEMMs: the chunked gated delta
+    rule and the conv1d. Yang, Kautz & Hatamizadeh 2024 (arXiv:2412.06464) §3.3, as transformers'
+    torch_chunk_gated_delta_rule computes it (huggingface/transformers@043bb8dde14aae1a56b84cd230737cf5d0877912
+    src/transformers/models/qwen3_next/modular_qwen3_next.py), per value head (q and k are repeated to
+    the value heads) with chunk C, key head dim dk and value head dim dv: within a chunk k_beta k^T,
+    q k^T, attn (k_beta g) (2 C dk each), attn v_beta and attn v_new (2 C dv each) and the triangular
+    solve of the C x C matrix (C^3 / 3 multiply-adds per chunk: 2 C^2 / 3 per token); across chunks
+    k_cumdecay S, q S and the state update k^T v_new (2 dk dv each). The conv1d: 2 d_conv FLOPs per
+    channel per token. No term grows with s: the layer is linear in the context."""
+    conv_ch, chunk, d_conv = c.hyb[3], c.hyb[5], c.hyb[6]
+    v_heads, dk, dv = c.hyb[9:12]
+    per_head = 2.0 * chunk * (3 * dk + 2 * dv) + 2.0 * chunk * chunk / 3.0 + 6.0 * dk * dv
+    return v_heads * per_head + 2.0 * d_conv * conv_ch
 
 
 def hybrid_forward_flops(c: Ctx, kinds: tuple, logits: bool, vocab: float):
@@ -198,13 +216,13 @@ def _hybrid_traffic(c: Ctx) -> tuple:
     h, t = c.h, c.tp
     norm = 4.0 * h / div
     d_inner, gn, nheads = c.hyb[:3]
-    attn = norm + (2.0 * c.wq + 2.0 * c.wo) / t + 2.0 * (c.wk + c.wv) / c.kv_div
+    attn = (0.0 if c.parallel else norm) + (2.0 * c.wq + 2.0 * c.wo) / t + 2.0 * (c.wk + c.wv) / c.kv_div
     mlp = norm + ((4.0 if c.gated else 2.0) + 2.0) * c.f / t
     moe = 0.0
     if c.experts > 1:
         moe = norm + ((4.0 if c.gated else 2.0) + 2.0) * c.f_moe * (c.topk + c.shared) / t + 4.0 * h * c.topk / t
     mamba = 0.0
-    if d_inner:
+    if d_inner:   # a Gated DeltaNet layer's in_proj output, conv, gate and norm tensors fill the same slots (hyb)
         mamba = norm + (2 * (2 * d_inner + 2 * gn + nheads) + 6 * d_inner) / t
     ew = (mamba, attn, mlp, moe)
     if not c.lowp_bytes:

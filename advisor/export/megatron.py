@@ -388,6 +388,13 @@ def _shape(out: _Args, layout: Layout, model: Model, b: Batch, A: Assumptions) -
     _moe(out, layout, model, A)
     if model.mtp_layers:
         out.add("--mtp-num-layers", model.mtp_layers)
+    if model.hybrid_pattern is not None and "G" in model.hybrid_pattern:
+        # core_v0.16.1's MambaStack has no GDN symbol; Megatron-LM main's HybridStack builds 'G'
+        # (megatron/core/models/hybrid/hybrid_layer_allocation.py L18 @ d98e8a64), whose flags this
+        # export does not pin yet (audit rule megatron.gdn-needs-main)
+        raise InputError("Model.hybrid_pattern", model.hybrid_pattern, "no Gated DeltaNet layers (G) for the Megatron export",
+                         "Megatron-LM main's hybrid stack builds them; write its --hybrid-layer-pattern and "
+                         "--linear-* arguments by hand")
     if model.hybrid_pattern is not None:
         # Megatron-Core's hybrid stack: pretrain_mamba.py with the Mamba layer spec (mamba_builders.py
         # needs --spec) and the pattern; d_conv 4 and chunk 128 are MambaMixer's fixed defaults

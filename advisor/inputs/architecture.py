@@ -13,11 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["HYBRID_KINDS", "ParameterCount", "count_parameters", "hybrid_counts", "mamba_dims", "mamba_shape_ok", "windowed_layers"]
+__all__ = ["HYBRID_KINDS", "ParameterCount", "count_parameters", "gdn_dims", "gdn_shape_ok", "hybrid_counts",
+           "mamba_dims", "mamba_shape_ok", "windowed_layers"]
 
 # The layer kinds of Megatron-Core's hybrid stack (megatron/core/ssm/mamba_hybrid_layer_allocation.py
-# Symbols: MAMBA "M", ATTENTION "*", MLP "-", MOE "E"); each is one layer with its own pre-norm.
-HYBRID_KINDS = ("M", "*", "-", "E")
+# Symbols: MAMBA "M", ATTENTION "*", MLP "-", MOE "E"; NVIDIA/Megatron-LM@d98e8a64ddf34856e74b24714e3bedb2f5a39553
+# megatron/core/models/hybrid/hybrid_layer_allocation.py L18 adds GDN "G", a Gated DeltaNet mixer);
+# each is one layer with its own pre-norm.
+HYBRID_KINDS = ("M", "*", "-", "E", "G")
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,7 @@ class ParameterCount:
 
     @property
     def mamba_layer(self) -> int:
-        """One Mamba-2 layer of a hybrid stack ("M"): the mixer + its pre-norm."""
+        """One Mamba-2 ("M") or Gated DeltaNet ("G") layer of a hybrid stack: the mixer + its pre-norm."""
         return self.mamba + self.final_norm
 
     @property
@@ -81,7 +84,7 @@ class ParameterCount:
 
     _experts: int = 1
     mtp_shared: int = 0     # embedding + output head each MTP module re-stores in the checkpoint
-    # hybrid stacks (Model.hybrid_pattern): one Mamba-2 mixer's parameters and the layer counts by
+    # hybrid stacks (Model.hybrid_pattern): one Mamba-2 (or Gated DeltaNet) mixer's parameters and the layer counts by
     # kind; there a "dense layer" is an MLP-only layer ("-") and an "MoE layer" an MoE-only one ("E")
     mamba: int = 0
     mamba_layer_count: int = 0
@@ -103,6 +106,8 @@ def _attention(m) -> int:
         return q + kv + m.heads * a.v_head_dim * h
     q_out, kv_out = m.heads * m.head_dim, m.kv_heads * m.head_dim
     weights = h * q_out + 2 * h * kv_out + q_out * h
+    if getattr(m, "attention_output_gate", False):   # Qwen3-Next: q_proj also emits a per-channel gate
+        weights += h * q_out
     if getattr(m, "attention_sinks", False):        # GPT-OSS: one learned sink logit per head
         weights += m.heads
     biases = 0
@@ -142,6 +147,39 @@ def _mamba(m) -> int:
     return in_proj + conv + 3 * nheads + d_inner + d_inner * h
 
 
+def gdn_dims(m) -> tuple[int, int, int, int]:
+    """(value dim, key dim, value heads, conv channels) of a Gated DeltaNet mixer (Yang, Kautz &
+    Hatamizadeh 2024, arXiv:2412.06464): q and k have gdn_key_heads heads of gdn_key_head_dim, v and
+    the output gate z gdn_value_heads of gdn_value_head_dim; q, k and v pass the conv1d."""
+    v_dim = m.gdn_value_heads * m.gdn_value_head_dim
+    k_dim = m.gdn_key_heads * m.gdn_key_head_dim
+    return v_dim, k_dim, m.gdn_value_heads, 2 * k_dim + v_dim
+
+
+def _gdn(m) -> int:
+    """One Gated DeltaNet mixer as Qwen3-Next lays it out (huggingface/transformers@
+    043bb8dde14aae1a56b84cd230737cf5d0877912 src/transformers/models/qwen3_next/modular_qwen3_next.py
+    Qwen3NextGatedDeltaNet; Megatron-Core megatron/core/ssm/gated_delta_net.py the same tensors):
+    in_proj_qkvz h -> 2 key dim + 2 value dim and in_proj_ba h -> 2 value heads (beta and the decay
+    input), the depthwise conv1d over q, k, v without bias, dt_bias and A_log per value head, the
+    gated RMSNorm of one value head's width (shared by the heads), out_proj value dim -> h; no biases."""
+    v_dim, k_dim, v_heads, conv_ch = gdn_dims(m)
+    h = m.hidden
+    in_proj = h * (2 * k_dim + 2 * v_dim + 2 * v_heads)
+    return in_proj + conv_ch * m.gdn_conv + 2 * v_heads + m.gdn_value_head_dim + v_dim * h
+
+
+def gdn_shape_ok(value_heads: int, key_heads: int, tp: int, cp: int) -> bool:
+    """Megatron-Core's Gated DeltaNet shards key and value heads over TP (NVIDIA/Megatron-LM@
+    55ac7082517c3878ae653c07c09c534b8aed49f6 megatron/core/transformer/transformer_config.py L975-980:
+    linear_num_key_heads and linear_num_value_heads multiples of the TP size) and its all-to-all CP
+    splits each TP rank's heads again (@d98e8a64ddf34856e74b24714e3bedb2f5a39553
+    megatron/core/ssm/gated_delta_net/common.py L408-421: qk_dim_local_tp // key_head_dim // cp_size)."""
+    if key_heads % tp or value_heads % tp:
+        return False
+    return not ((key_heads // tp) % cp or (value_heads // tp) % cp)
+
+
 def mamba_shape_ok(heads: int, groups: int, tp: int, cp: int) -> bool:
     """Megatron-Core's Mamba-2 mixer shards heads and B/C groups over TP (megatron/core/ssm/mamba_mixer.py:
     nheads % tp == 0, ngroups % tp == 0) and its all-to-all CP shards each TP rank's heads again
@@ -154,8 +192,10 @@ def mamba_shape_ok(heads: int, groups: int, tp: int, cp: int) -> bool:
 
 
 def hybrid_counts(pattern: str) -> tuple[int, int, int, int]:
-    """(Mamba, attention, MLP, MoE) layers of a hybrid pattern (Model.hybrid_pattern)."""
-    return pattern.count("M"), pattern.count("*"), pattern.count("-"), pattern.count("E")
+    """(linear-mixer, attention, MLP, MoE) layers of a hybrid pattern (Model.hybrid_pattern). The
+    linear mixers are its Mamba-2 ("M") or its Gated DeltaNet ("G") layers: a Model has one kind
+    of them (Model._check_hybrid), whose sizes the cost model reads (costmodel.context `hyb`)."""
+    return pattern.count("M") + pattern.count("G"), pattern.count("*"), pattern.count("-"), pattern.count("E")
 
 
 def windowed_layers(m) -> int:
@@ -195,10 +235,11 @@ def count_parameters(m) -> ParameterCount:
         # each character is a layer of one block and one pre-norm (Megatron-Core MambaLayer,
         # TransformerLayer with IdentityOp MLP or attention: megatron/core/models/mamba/mamba_layer_specs.py)
         n_mamba, n_attn, dense_layers, moe_layers = hybrid_counts(pattern)
-        mamba = _mamba(m) if n_mamba else 0
+        mamba = (_gdn(m) if "G" in pattern else _mamba(m)) if n_mamba else 0
         qk = layer_norms - 2 * norm               # qk_norm weights belong to the attention layers
         layer_norms = norm
-        body = (n_mamba * (mamba + norm) + n_attn * (attention + norm + qk) + dense_layers * (dense_mlp + norm)
+        attn_norm = 0 if getattr(m, "parallel_mixers", False) else norm   # Falcon-H1: one pre-norm per pair
+        body = (n_mamba * (mamba + norm) + n_attn * (attention + attn_norm + qk) + dense_layers * (dense_mlp + norm)
                 + moe_layers * (moe_mlp + norm))
     total = embedding + output + body + norm
     inactive = moe_layers * (m.experts - m.experts_per_token) * expert

@@ -27,10 +27,13 @@ the embeddings are tied when the file does not say). Supported `model_type`s:
 | falcon                   | GeLU 4h MLP, LayerNorm, RoPE, no biases, tied; MQA or GQA            |
 | llama4(_text)            | MoE interleaved with dense layers, shared expert, chunked attention  |
 | nemotron_h               | hybrid Mamba-2 / attention / relu2-MLP (/ MoE) layers by pattern     |
+| qwen3_next               | Gated DeltaNet / gated attention mixers, each then MoE (by pattern)  |
+| falcon_h1                | Mamba-2 and attention in parallel, then a SwiGLU MLP, in every layer |
 
 `gemma3` and `llama4` (multimodal checkpoints) are read from their `text_config`. `nemotron_h`
-is read into `Model.hybrid_pattern` and the `mamba_*` fields. The other hybrid and state-space
-models (`falcon_h1`, `qwen3_next`, `mamba`, `mamba2`) are refused with what is not modelled, never
+is read into `Model.hybrid_pattern` and the `mamba_*` fields, `qwen3_next` into the pattern (its
+48 layers as 96 characters, mixer then MoE) and the `gdn_*` fields, `falcon_h1` into "M*-" per layer
+with `parallel_mixers`. The state-space models `mamba` and `mamba2` are refused with what is not modelled, never
 mapped to another family. A `max_position_embeddings` beyond 65,536 with no RoPE-scaling original
 length is a supported length, not the pretraining context (Mistral-Nemo: 1,024,000), so the model
 states no `seq_len` and the training's default applies (its trace says so).
@@ -158,14 +161,29 @@ _FAMILIES: dict[str, _Family] = {
     # huggingface/transformers@13923c63d59f73faebae79b2ee3fafc7e3a35201
     # src/transformers/models/nemotron_h/configuration_nemotron_h.py
     "nemotron_h": _Family("gelu", "rmsnorm", "none", False, False, False, False, moe="nemotron_h"),
+    # Qwen3NextConfig (Qwen3-Next-80B-A3B): 48 decoder layers, each a token mixer (Gated DeltaNet, or
+    # gated attention on every full_attention_interval-th layer) then an MoE block of num_experts
+    # SwiGLU experts plus one shared expert; Qwen3-MoE's attention (QK-norm, head_dim 256, GQA) with
+    # an output gate and partial RoPE (no parameter), zero-centred RMSNorm (one weight per channel),
+    # untied. Read into Model.hybrid_pattern (mixer and MoE are one character each) and the gdn_* fields.
+    # huggingface/transformers@008e574391258935f3ecc3035c882e73bbcac419
+    # src/transformers/models/qwen3_next/configuration_qwen3_next.py
+    "qwen3_next": _Family("swiglu", "rmsnorm", "rope", False, False, False, False, moe="qwen3_next",
+                          head_dim_default=256, qk_norm=True),
+    # FalconH1Config (Falcon-H1 0.5B-34B): every decoder layer runs a Mamba-2 mixer and GQA attention
+    # in parallel on one input_layernorm output, sums them, then a SwiGLU MLP after pre_ff_layernorm;
+    # RMSNorm, RoPE, no biases unless attention_bias / mlp_bias / projectors_bias. Read into
+    # Model.hybrid_pattern "M*-" per layer with parallel_mixers. The muP multipliers (embedding,
+    # lm_head, key, attention / SSM in and out, MLP) scale activations and add no parameter.
+    # huggingface/transformers@020a37d2264e60dc7beb9634c3e87ad870073e2c
+    # src/transformers/models/falcon_h1/configuration_falcon_h1.py
+    "falcon_h1": _Family("swiglu", "rmsnorm", "rope", False, False, False, False, moe="falcon_h1"),
 }
 # model_types whose config nests the language model under "text_config" (multimodal checkpoints):
 # the text model is read, the vision tower is not (it is not trained by the layouts advisor plans).
 _TEXT_CONFIG = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
 # Architectures advisor cannot describe yet, refused with what is missing instead of a wrong mapping.
 _NOT_YET = {
-    "qwen3_next": "Gated DeltaNet linear-attention layers (Qwen3-Next) are not modelled yet",
-    "falcon_h1": "hybrid Mamba-2 / attention layers (Falcon-H1) are not modelled yet",
     "mamba": "Mamba layers are not modelled yet",
     "mamba2": "Mamba-2 layers are not modelled yet",
 }
@@ -292,14 +310,19 @@ def model_fields_from_hf_config(path_or_dict: str | os.PathLike[str] | Mapping[s
         _qwen3_moe(r, kwargs, layers)
     elif fam.moe == "nemotron_h":
         _nemotron_h(r, kwargs, layers)
+    elif fam.moe == "qwen3_next":
+        _qwen3_next(r, kwargs, layers)
+    elif fam.moe == "falcon_h1":
+        _falcon_h1(r, kwargs, layers)
 
     return HFModelFields(kwargs, model_type, where)
 
 
 # Families whose config classes carry LlamaConfig's attention_bias / mlp_bias flags.
-_ATTENTION_MLP_BIAS = ("llama", "mistral", "mixtral", "smollm3", "nemotron", "gemma", "qwen3", "qwen3_moe")
+_ATTENTION_MLP_BIAS = ("llama", "mistral", "mixtral", "smollm3", "nemotron", "gemma", "qwen3", "qwen3_moe",
+                       "qwen3_next")
 # ... of which these have attention_bias only (no mlp_bias key).
-_NO_MLP_BIAS = ("gemma", "qwen3", "qwen3_moe")
+_NO_MLP_BIAS = ("gemma", "qwen3", "qwen3_moe", "qwen3_next")
 
 # advisor.Model field -> the Hugging Face key it came from, for messages.
 _HF_KEY = {"layers": _LAYERS[0], "hidden": _HIDDEN[0], "heads": _HEADS[0], "kv_heads": "num_key_value_heads",
@@ -307,7 +330,8 @@ _HF_KEY = {"layers": _LAYERS[0], "hidden": _HIDDEN[0], "heads": _HEADS[0], "kv_h
            "experts_per_token": "num_experts_per_tok", "moe_ffn_hidden": "moe_intermediate_size",
            "dense_layers": "first_k_dense_replace", "mtp_layers": "num_nextn_predict_layers",
            "hybrid_pattern": "hybrid_override_pattern", "mamba_heads": "mamba_num_heads",
-           "mamba_state": "ssm_state_size", "mamba_groups": "n_groups", "mamba_conv": "conv_kernel"}
+           "mamba_state": "ssm_state_size", "mamba_groups": "n_groups", "mamba_conv": "conv_kernel",
+           "gdn_key_heads": "linear_num_key_heads", "gdn_value_heads": "linear_num_value_heads"}
 
 
 # NemotronHConfig.layers_block_type names -> Model.hybrid_pattern characters (the config class's
@@ -366,6 +390,90 @@ def _nemotron_h(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
         # NemotronHModelProvider: moe_router_score_function "sigmoid", moe_router_enable_expert_bias)
         kwargs["router_score"] = "sigmoid"
         kwargs["router_expert_bias"] = True
+
+
+# --- Qwen3-Next ------------------------------------------------------------------------------------
+
+def _qwen3_next(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
+    """Qwen3NextConfig: layer_types (else "full_attention" on every full_attention_interval-th layer,
+    default 4) picks each layer's mixer, Gated DeltaNet ("G") or gated attention ("*"); the MLP is
+    Qwen3-MoE's choice (mlp_only_layers, decoder_sparse_step): an MoE block ("E") of num_experts experts
+    plus a shared expert of shared_expert_intermediate_size, else a dense MLP ("-") of intermediate_size
+    (huggingface/transformers@043bb8dde14aae1a56b84cd230737cf5d0877912 modular_qwen3_next.py
+    Qwen3NextDecoderLayer). The shared expert's sigmoid gate (hidden weights per layer, 0.0001 % of
+    Qwen3-Next-80B) is not counted."""
+    types = r.cfg.get("layer_types")
+    if types is None:
+        every = r.optional(("full_attention_interval",)) or 4
+        types = ["full_attention" if (i + 1) % every == 0 else "linear_attention" for i in range(layers)]
+    if not isinstance(types, list) or len(types) != layers or not all(
+            t in ("linear_attention", "full_attention") for t in types):
+        raise InputError("hf_config.layer_types", types, f"{layers} entries of 'linear_attention' or "
+                         f"'full_attention' (model_type '{r.model_type}')", _where(r.where))
+    mlp_only = r.cfg.get("mlp_only_layers") or []
+    if not isinstance(mlp_only, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in mlp_only):
+        raise InputError("hf_config.mlp_only_layers", mlp_only,
+                         f"a list of layer indices (model_type '{r.model_type}')", _where(r.where))
+    experts = r.required(("num_experts",), allow_zero=True)
+    step = r.optional(("decoder_sparse_step",)) or 1
+    moe = [experts > 0 and i not in mlp_only and (i + 1) % step == 0 for i in range(layers)]
+    mixers = ["G" if t == "linear_attention" else "*" for t in types]
+    kwargs["hybrid_pattern"] = "".join(mx + ("E" if sparse else "-") for mx, sparse in zip(mixers, moe))
+    kwargs["layers"] = 2 * layers          # one character per mixer and per MLP block
+    kwargs["attention_output_gate"] = True  # Qwen3NextAttention: q_proj emits query and gate
+    if "G" in mixers:
+        kwargs["gdn_key_heads"] = r.required(("linear_num_key_heads",))
+        kwargs["gdn_value_heads"] = r.required(("linear_num_value_heads",))
+        kwargs["gdn_key_head_dim"] = r.optional(("linear_key_head_dim",)) or 128
+        kwargs["gdn_value_head_dim"] = r.optional(("linear_value_head_dim",)) or 128
+        kwargs["gdn_conv"] = r.optional(("linear_conv_kernel_dim",)) or 4
+    if any(moe):
+        expert = r.required(("moe_intermediate_size",))
+        kwargs["experts"] = experts
+        kwargs["experts_per_token"] = r.required(("num_experts_per_tok",))
+        kwargs["moe_ffn_hidden"] = expert
+        shared = r.optional(("shared_expert_intermediate_size",), allow_zero=True) or 0
+        if shared % expert:
+            raise InputError("hf_config.shared_expert_intermediate_size", shared,
+                             f"a multiple of moe_intermediate_size ({expert})",
+                             "advisor.Model counts shared experts in units of one expert")
+        kwargs["shared_experts"] = shared // expert
+
+
+# --- Falcon-H1 -------------------------------------------------------------------------------------
+
+def _falcon_h1(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
+    """FalconH1Config: the parallel mixer's Mamba-2 sizes (mamba_d_ssm, else mamba_expand x hidden, =
+    mamba_n_heads x mamba_d_head; mamba_n_groups, mamba_d_state, mamba_d_conv, mamba_chunk_size) and
+    the flags whose tensors advisor counts the Nemotron-H way (conv1d bias, no in_proj / out_proj bias;
+    huggingface/transformers modular_falcon_h1.py FalconH1Mixer, a BambaMixer with mamba_d_ssm channels).
+    The mixer's gated RMSNorm (mamba_rms_norm; d_inner weights, 0.01 % of Falcon-H1-3B) is counted
+    whether the checkpoint has it or not."""
+    hidden = kwargs["hidden"]
+    heads = r.required(("mamba_n_heads",))
+    d_ssm = r.optional(("mamba_d_ssm",)) or (r.optional(("mamba_expand",)) or 2) * hidden
+    head_dim = r.cfg.get("mamba_d_head", "auto")
+    head_dim = d_ssm // heads if head_dim in ("auto", None) else r.value("mamba_d_head", head_dim)
+    if head_dim * heads != d_ssm:
+        raise InputError("hf_config.mamba_d_head", head_dim, f"mamba_d_ssm / mamba_n_heads ({d_ssm} / {heads})",
+                         "FalconH1Config.validate_architecture: the heads tile the SSM channels")
+    for key, default in (("mamba_proj_bias", False), ("projectors_bias", False), ("attention_bias", False),
+                         ("mlp_bias", False)):
+        if r.flag(key, default):
+            raise InputError(f"hf_config.{key}", True, "false, as every Falcon-H1 checkpoint",
+                             "biased Falcon-H1 projections are not counted")
+    if not r.flag("mamba_conv_bias", True):
+        raise InputError("hf_config.mamba_conv_bias", False, "true, as every Falcon-H1 checkpoint",
+                         "a Mamba-2 conv1d without bias is not counted")
+    kwargs["hybrid_pattern"] = "M*-" * layers
+    kwargs["layers"] = 3 * layers            # one character per branch pair's two mixers and the MLP
+    kwargs["parallel_mixers"] = True
+    kwargs["mamba_heads"] = heads
+    kwargs["mamba_head_dim"] = head_dim
+    kwargs["mamba_state"] = r.optional(("mamba_d_state",)) or 256
+    kwargs["mamba_groups"] = r.optional(("mamba_n_groups",)) or 1
+    kwargs["mamba_conv"] = r.optional(("mamba_d_conv",)) or 4
+    kwargs["mamba_chunk"] = r.optional(("mamba_chunk_size",)) or 256
 
 
 # --- attention windows, Falcon, Llama 4 ------------------------------------------------------------

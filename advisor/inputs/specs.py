@@ -177,7 +177,8 @@ class MLA(_Frozen):
 
 class Model(_Frozen):
     """A decoder-only transformer: dense or mixture-of-experts, MHA / GQA / MLA attention, or a
-    hybrid stack of Mamba-2, attention, MLP and MoE layers (`hybrid_pattern`, Nemotron-H).
+    hybrid stack of Mamba-2 or Gated DeltaNet, attention, MLP and MoE layers (`hybrid_pattern`,
+    Nemotron-H, Qwen3-Next).
 
     `params` is the total parameter count. When omitted it is computed from the architecture;
     when given it must agree with the architecture within 3 %.
@@ -262,10 +263,12 @@ class Model(_Frozen):
     mla: MLA | None = None
     hybrid_pattern: str | None = None
     """A hybrid stack, one character per layer as Megatron-Core's --hybrid-override-pattern
-    (megatron/core/ssm/mamba_hybrid_layer_allocation.py): "M" a Mamba-2 mixer, "*" self-attention,
+    (megatron/core/ssm/mamba_hybrid_layer_allocation.py): "M" a Mamba-2 mixer, "G" a Gated DeltaNet
+    mixer (Megatron-LM main's hybrid_layer_allocation.py symbol; the gdn_* fields), "*" self-attention,
     "-" a dense MLP, "E" an MoE MLP, each with its own pre-norm and residual (Nemotron-H 8B:
-    "M-M-M-M*-..."; HF `hybrid_override_pattern`). Its length is `layers`. None: every layer is
-    attention + MLP."""
+    "M-M-M-M*-..."; HF `hybrid_override_pattern`; Qwen3-Next's 48 decoder layers are 96 characters,
+    "GEGEGE*E" twelve times). Its length is `layers`. One kind of linear mixer per model (M or G).
+    None: every layer is attention + MLP."""
     mamba_heads: int | None = Field(None, ge=1, le=MAX_DIM)
     """Mamba-2 heads (HF mamba_num_heads, Megatron --mamba-num-heads); d_inner = mamba_heads x
     mamba_head_dim (= expand x hidden)."""
@@ -283,6 +286,35 @@ class Model(_Frozen):
     mamba_chunk: int = Field(128, ge=1, le=1 << 16)
     """SSD chunk length Q of the chunked scan (HF chunk_size). Default 128, MambaMixer chunk_size=128
     (@55ac7082 mamba_mixer.py L164)."""
+    gdn_key_heads: int | None = Field(None, ge=1, le=MAX_DIM)
+    """Query/key heads of a Gated DeltaNet layer ("G" of hybrid_pattern; HF linear_num_key_heads,
+    Megatron --linear-num-key-heads; Qwen3-Next: 16)."""
+    gdn_value_heads: int | None = Field(None, ge=1, le=MAX_DIM)
+    """Value (and output-gate) heads of a Gated DeltaNet layer, a multiple of gdn_key_heads (HF
+    linear_num_value_heads; Qwen3-Next: 32)."""
+    gdn_key_head_dim: int = Field(128, ge=1, le=MAX_DIM)
+    """Channels per query/key head (HF linear_key_head_dim). Default 128, Qwen3NextConfig's and
+    Megatron-Core's (NVIDIA/Megatron-LM@55ac7082517c3878ae653c07c09c534b8aed49f6
+    megatron/core/transformer/transformer_config.py linear_key_head_dim)."""
+    gdn_value_head_dim: int = Field(128, ge=1, le=MAX_DIM)
+    """Channels per value head (HF linear_value_head_dim). Default 128, as gdn_key_head_dim."""
+    gdn_conv: int = Field(4, ge=1, le=1024)
+    """Causal depthwise conv1d kernel width over q, k, v (HF linear_conv_kernel_dim). Default 4,
+    as Megatron-Core's linear_conv_kernel_dim."""
+    gdn_chunk: int = Field(64, ge=1, le=1 << 16)
+    """Chunk length of the chunked gated delta rule (Yang et al. 2024, arXiv:2412.06464 §3.3).
+    Default 64, the chunk_size of transformers' torch_chunk_gated_delta_rule (huggingface/transformers@
+    043bb8dde14aae1a56b84cd230737cf5d0877912 src/transformers/models/qwen3_next/modular_qwen3_next.py)."""
+    parallel_mixers: bool = False
+    """Each "M*" pair of hybrid_pattern is one mixer: the Mamba-2 mixer and self-attention read the same
+    pre-norm output in parallel and their outputs are summed (Falcon-H1, Zuo et al. 2025,
+    arXiv:2507.22448 §2; HF FalconH1DecoderLayer). Priced as the two branches summed (parameters,
+    FLOPs, each branch's stored tensors) with one pre-norm, one stored layer input and one norm output
+    for the pair. The pattern is then "M*" pairs, each optionally followed by "-" or "E"."""
+    attention_output_gate: bool = False
+    """Gated attention (Qiu et al. 2025, arXiv:2505.06708; Qwen3-Next): q_proj also emits a sigmoid
+    gate of heads x head_dim channels that multiplies the attention output before o_proj, so q_proj is
+    twice as wide (Megatron-Core --attention-output-gate)."""
     mtp_layers: int = Field(0, ge=0, le=16)
     """Multi-token-prediction modules (DeepSeek-V3: 1); counted in params_with_mtp, not params."""
     seq_len: int | None = Field(None, ge=1, le=1 << 24)
@@ -353,15 +385,24 @@ class Model(_Frozen):
     def _check_hybrid(self) -> None:
         p = self.hybrid_pattern
         mamba = (self.mamba_heads, self.mamba_head_dim, self.mamba_state)
+        gdn = (self.gdn_key_heads, self.gdn_value_heads)
         if p is None:
-            if any(v is not None for v in mamba):
-                raise InputError("Model.hybrid_pattern", None, "a layer pattern when mamba_* fields are set",
-                                 'e.g. "M-M*-" (M Mamba-2, * attention, - MLP, E MoE)')
+            if any(v is not None for v in mamba + gdn) or self.parallel_mixers:
+                raise InputError("Model.hybrid_pattern", None,
+                                 "a layer pattern when mamba_*, gdn_* or parallel_mixers are set",
+                                 'e.g. "M-M*-" (M Mamba-2, G Gated DeltaNet, * attention, - MLP, E MoE)')
             return
         bad = sorted(set(p) - set(HYBRID_KINDS))
         if bad:
-            raise InputError("Model.hybrid_pattern", p, "only the characters M, *, - and E",
+            raise InputError("Model.hybrid_pattern", p, "only the characters M, G, *, - and E",
                              f"unknown {''.join(bad)!r} (Megatron-Core --hybrid-override-pattern)")
+        if "M" in p and "G" in p:
+            raise InputError("Model.hybrid_pattern", p, "Mamba-2 (M) or Gated DeltaNet (G) layers, not both",
+                             "a stack mixing the two linear mixers is not modelled")
+        self._check_gdn(p)
+        if self.parallel_mixers and p.replace("M*", "") != p.replace("M*", "").replace("M", "").replace("*", ""):
+            raise InputError("Model.hybrid_pattern", p, "every M followed by its * with parallel_mixers",
+                             "a parallel mixer is a Mamba-2 and an attention branch on one input (Falcon-H1)")
         if len(p) != self.layers:
             raise InputError("Model.hybrid_pattern", f"{len(p)} characters", f"one per layer ({self.layers})",
                              "each character is one layer, as Megatron-Core counts --num-layers")
@@ -388,6 +429,20 @@ class Model(_Frozen):
                                  f"mamba_heads({self.mamba_heads}) % mamba_groups({self.mamba_groups}) = "
                                  f"{self.mamba_heads % self.mamba_groups}")
 
+    def _check_gdn(self, p: str) -> None:
+        if "G" not in p:
+            if any(v is not None for v in (self.gdn_key_heads, self.gdn_value_heads)):
+                raise InputError("Model.gdn_value_heads", self.gdn_value_heads,
+                                 "None unless hybrid_pattern has Gated DeltaNet layers (G)")
+            return
+        for name in ("gdn_key_heads", "gdn_value_heads"):
+            if getattr(self, name) is None:
+                raise InputError(f"Model.{name}", None, "a head count when hybrid_pattern has Gated DeltaNet layers (G)")
+        if self.gdn_value_heads % self.gdn_key_heads:
+            raise InputError("Model.gdn_value_heads", self.gdn_value_heads,
+                             f"a multiple of gdn_key_heads ({self.gdn_key_heads})",
+                             "each query/key head serves an equal group of value heads (HF repeat_interleave)")
+
     @property
     def is_hybrid(self) -> bool:
         return self.hybrid_pattern is not None
@@ -401,7 +456,7 @@ class Model(_Frozen):
     def from_hf_config(cls, path_or_dict, *, name: str | None = None) -> "Model":
         """A Model from a Hugging Face config.json (path, folder or dict): Llama, Mistral, Mixtral,
         Qwen2, Qwen3 (dense and MoE), DeepSeek-V2/V3, GPT-NeoX, BLOOM, GPT-2, Gemma, SmolLM3,
-        StarCoder2, Nemotron, Nemotron-H (advisor.hf.SUPPORTED_MODEL_TYPES). A missing key raises InputError
+        StarCoder2, Nemotron, Nemotron-H, Qwen3-Next, Falcon-H1 (advisor.hf.SUPPORTED_MODEL_TYPES). A missing key raises InputError
         naming it."""
         read = model_fields_from_hf_config(path_or_dict, name=name)
         try:
@@ -481,10 +536,23 @@ FINETUNE_SEQ_LEN = 4096
 FINETUNE_BATCH = 128
 
 
+def _model_notes(model: Model) -> list[str]:
+    """What the cost model approximates for this model's layer kinds, for the trace."""
+    notes = []
+    if model.parallel_mixers:
+        notes.append("model: each parallel Mamba-2 + attention pair (M*) is priced as the two branches summed "
+                     "(parameters, FLOPs, each branch's stored tensors) with one pre-norm and one stored input; "
+                     "a fused TP all-reduce of the two branches is not assumed")
+    if model.hybrid_pattern is not None and "G" in model.hybrid_pattern:
+        notes.append("model: Gated DeltaNet layers (G) are priced as linear-attention mixers: the chunked delta "
+                     "rule's O(s) FLOPs and per-token activations, Mamba-style TP and all-to-all CP")
+    return notes
+
+
 def resolve_training(model: Model, training: Training | None) -> tuple[Training, list[str]]:
     """Fill seq_len and global_batch_size when omitted; returns the notes saying what was assumed."""
     training = training or Training()
-    notes: list[str] = []
+    notes: list[str] = _model_notes(model)
     updates: dict[str, Any] = {}
     tuning = training.task != "pretrain"
     if training.seq_len is None and tuning:
