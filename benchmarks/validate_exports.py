@@ -96,8 +96,8 @@ def exports(data: dict) -> list[dict]:
     jobs = []
     for sc in data["scenario"]:
         cluster = Cluster(gpu=sc["gpu"], gpus=sc["gpus"])
-        training = {k: v for k, v in (("seq_len", sc.get("seq_len")), ("global_batch_size", sc.get("global_batch")))
-                    if v is not None}
+        training = {k: v for k, v in (("seq_len", sc.get("seq_len")), ("global_batch_size", sc.get("global_batch")),
+                                      ("precision", sc.get("precision"))) if v is not None}
         assume = sc.get("assume")
         if "layout" in sc:
             res = advisor.audit(cluster, sc["model"], Layout(**sc["layout"]), training, assumptions=assume)
@@ -122,7 +122,12 @@ def exports(data: dict) -> list[dict]:
             row = {**base, "layout": lay.id, "dp": lay.dp, "framework": lay.framework}
             if fw in ("megatron", "megatron+deepspeed"):
                 for version in ex.MEGATRON_PINS:
-                    args = ex.megatron_args(lay, model, training, cluster, A, version=version)
+                    try:
+                        args = ex.megatron_args(lay, model, training, cluster, A, version=version)
+                    except advisor.InputError as exc:     # the export says this release cannot run it
+                        jobs.append({**row, "check": f"megatron-{version}",
+                                     "result": "not exported: " + str(exc).splitlines()[-1].strip()})
+                        continue
                     jobs.append({**row, "check": f"megatron-{version}", "args": args,
                                  "env": {"CUDA_DEVICE_MAX_CONNECTIONS": "1"} if "CUDA_DEVICE_MAX_CONNECTIONS=1"
                                  in ex.megatron_command(lay, model, training, cluster, A, version=version) else {}})

@@ -246,6 +246,16 @@ MEGATRON_FLAGS: dict[str, MegatronFlag] = dict([
        note="validate_args: 'must be used together with --fp4-format'"),
     _f("--grad-reduce-in-bf16", "store_true", _pinned("arguments.py L3053", "arguments.py L2178", "2574"),
        note="validate_args then sets accumulate_allreduce_grads_in_fp32 = False: 2-byte main gradients"),
+    # Gated DeltaNet and gated attention (Qwen3-Next): TransformerConfig fields, declared as flags by
+    # ArgumentGroupFactory(TransformerConfig) (main arguments.py L2373; core_v0.16.1 L1621)
+    _f("--linear-key-head-dim", "int", _pinned(f"{_TC} L373", f"{_TC} L285")),
+    _f("--linear-value-head-dim", "int", _pinned(f"{_TC} L376", f"{_TC} L288")),
+    _f("--linear-num-key-heads", "int", _pinned(f"{_TC} L379", f"{_TC} L291")),
+    _f("--linear-num-value-heads", "int", _pinned(f"{_TC} L382", f"{_TC} L294")),
+    _f("--linear-conv-kernel-dim", "int", _pinned(f"{_TC} L370", f"{_TC} L282")),
+    _f("--attention-output-gate", "store_true", _pinned(f"{_TC} L278", f"{_TC} L227")),
+    _f("--moe-shared-expert-gate", "store_true", _pinned(f"{_TC} L713", f"{_TC} L546")),
+    _f("--rotary-percent", "float", _pinned("arguments.py L2420", "arguments.py L1657")),
     _f("--rotary-base", "int", _pinned("arguments.py L2418", "arguments.py L1655", "1623"),
        note="type=int: a fractional rope_theta cannot be written (audit rule megatron.rotary-base-integer)"),
     _f("--use-rope-scaling", "store_true", _pinned("arguments.py L2424", "arguments.py L1661", "1631"),
@@ -376,6 +386,8 @@ def _shape(out: _Args, layout: Layout, model: Model, b: Batch, A: Assumptions) -
             out.add("--add-qkv-bias")
     if model.qk_norm:
         out.add("--qk-layernorm")
+    if model.attention_output_gate:
+        out.add("--attention-output-gate")
     if model.mla is not None:
         a = model.mla
         out.add("--multi-latent-attention")
@@ -389,12 +401,7 @@ def _shape(out: _Args, layout: Layout, model: Model, b: Batch, A: Assumptions) -
     if model.mtp_layers:
         out.add("--mtp-num-layers", model.mtp_layers)
     if model.hybrid_pattern is not None and "G" in model.hybrid_pattern:
-        # core_v0.16.1's MambaStack has no GDN symbol; Megatron-LM main's HybridStack builds 'G'
-        # (megatron/core/models/hybrid/hybrid_layer_allocation.py L18 @ d98e8a64), whose flags this
-        # export does not pin yet (audit rule megatron.gdn-needs-main)
-        raise InputError("Model.hybrid_pattern", model.hybrid_pattern, "no Gated DeltaNet layers (G) for the Megatron export",
-                         "Megatron-LM main's hybrid stack builds them; write its --hybrid-layer-pattern and "
-                         "--linear-* arguments by hand")
+        _gdn(out, model)
     if model.hybrid_pattern is not None:
         # Megatron-Core's hybrid stack: pretrain_mamba.py with the Mamba layer spec (mamba_builders.py
         # needs --spec) and the pattern; d_conv 4 and chunk 128 are MambaMixer's fixed defaults
@@ -408,6 +415,24 @@ def _shape(out: _Args, layout: Layout, model: Model, b: Batch, A: Assumptions) -
             out.add("--mamba-head-dim", model.mamba_head_dim)
             out.add("--mamba-num-groups", model.mamba_groups)
             out.add("--mamba-num-heads", model.mamba_heads)
+
+
+def _gdn(out: _Args, model: Model) -> None:
+    """Gated DeltaNet layers: Megatron-LM main's hybrid stack builds 'G' from the same layer spec as the
+    Mamba layers (megatron/core/models/hybrid/hybrid_layer_allocation.py L18, hybrid_layer_specs.py
+    gdn_layer @ d98e8a64; mamba_layer_specs re-exports it); core_v0.16.1's MambaStack has no 'G' (its GDN
+    is a GPT attention variant without context parallelism: audit rule megatron.gdn-needs-main). The
+    chunk length is the kernel's own."""
+    if out.version != "main":
+        raise InputError("Model.hybrid_pattern", model.hybrid_pattern,
+                         "no Gated DeltaNet layers (G) for Megatron-LM " + out.version,
+                         "export for --framework-version main, whose hybrid stack builds them "
+                         "(audit rule megatron.gdn-needs-main)")
+    out.add("--linear-num-key-heads", model.gdn_key_heads)
+    out.add("--linear-num-value-heads", model.gdn_value_heads)
+    out.add("--linear-key-head-dim", model.gdn_key_head_dim)
+    out.add("--linear-value-head-dim", model.gdn_value_head_dim)
+    out.add("--linear-conv-kernel-dim", model.gdn_conv)
 
 
 def _positions(out: _Args, layout: Layout, model: Model, b: Batch) -> None:
@@ -447,6 +472,8 @@ def _rope(out: _Args, model: Model) -> None:
         raise refused("Model.rope_theta", theta, "an integer under Megatron-LM", "megatron.rotary-base-integer",
                       "--rotary-base is declared type=int (arguments.py)")
     out.add("--rotary-base", int(theta))
+    if model.rotary_percent != 1.0:
+        out.add("--rotary-percent", model.rotary_percent)
     if model.rope_scaling == "llama3":
         if model.mla is not None:
             raise refused("Model.rope_scaling", "llama3", "'yarn' or 'none' for an MLA model", "megatron.rope-scaling-kind",
@@ -485,6 +512,8 @@ def _moe(out: _Args, layout: Layout, model: Model, A: Assumptions) -> None:
     out.add("--moe-ffn-hidden-size", model.moe_ffn_hidden)
     if model.shared_experts:
         out.add("--moe-shared-expert-intermediate-size", model.shared_experts * model.moe_ffn_hidden)
+        if model.shared_expert_gate:
+            out.add("--moe-shared-expert-gate")
     if model.dense_layers or model.moe_layer_freq > 1:
         out.add("--moe-layer-freq", _moe_layer_pattern(model))
 

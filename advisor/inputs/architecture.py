@@ -215,6 +215,8 @@ def count_parameters(m) -> ParameterCount:
     if m.experts > 1:
         expert = _mlp(m, m.moe_ffn_hidden)
         moe_mlp = h * m.experts + m.experts * expert + m.shared_experts * expert
+        if getattr(m, "shared_expert_gate", False) and m.shared_experts:
+            moe_mlp += h                              # the shared experts' sigmoid gate, hidden -> 1
         moe_layers = (m.layers - m.dense_layers + m.moe_layer_freq - 1) // m.moe_layer_freq
         dense_layers = m.layers - moe_layers
     else:

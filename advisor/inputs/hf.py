@@ -400,8 +400,8 @@ def _qwen3_next(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
     Qwen3-MoE's choice (mlp_only_layers, decoder_sparse_step): an MoE block ("E") of num_experts experts
     plus a shared expert of shared_expert_intermediate_size, else a dense MLP ("-") of intermediate_size
     (huggingface/transformers@043bb8dde14aae1a56b84cd230737cf5d0877912 modular_qwen3_next.py
-    Qwen3NextDecoderLayer). The shared expert's sigmoid gate (hidden weights per layer, 0.0001 % of
-    Qwen3-Next-80B) is not counted."""
+    Qwen3NextDecoderLayer; Qwen3NextSparseMoeBlock.shared_expert_gate, hidden -> 1, scales the shared
+    expert); partial_rotary_factor is the RoPE share (Model.rotary_percent)."""
     types = r.cfg.get("layer_types")
     if types is None:
         every = r.optional(("full_attention_interval",)) or 4
@@ -438,6 +438,12 @@ def _qwen3_next(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
                              f"a multiple of moe_intermediate_size ({expert})",
                              "advisor.Model counts shared experts in units of one expert")
         kwargs["shared_experts"] = shared // expert
+        kwargs["shared_expert_gate"] = shared > 0
+    rotary = r.cfg.get("partial_rotary_factor")
+    if rotary is not None:
+        if isinstance(rotary, bool) or not isinstance(rotary, (int, float)) or not 0 < rotary <= 1:
+            raise InputError("hf_config.partial_rotary_factor", rotary, "a number in (0, 1]", _where(r.where))
+        kwargs["rotary_percent"] = float(rotary)
 
 
 # --- Falcon-H1 -------------------------------------------------------------------------------------

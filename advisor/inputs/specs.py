@@ -315,6 +315,13 @@ class Model(_Frozen):
     """Gated attention (Qiu et al. 2025, arXiv:2505.06708; Qwen3-Next): q_proj also emits a sigmoid
     gate of heads x head_dim channels that multiplies the attention output before o_proj, so q_proj is
     twice as wide (Megatron-Core --attention-output-gate)."""
+    shared_expert_gate: bool = False
+    """A sigmoid gate (hidden -> 1) scales the shared experts' output in every MoE layer (Qwen2-MoE,
+    Qwen3-Next: HF shared_expert_gate; Megatron-Core --moe-shared-expert-gate): hidden parameters per
+    MoE layer."""
+    rotary_percent: float = Field(1.0, gt=0, le=1)
+    """Share of each head's channels RoPE rotates (HF partial_rotary_factor; Megatron --rotary-percent):
+    Qwen3-Next 0.25. It changes no parameter and no GEMM, so only the exports carry it."""
     mtp_layers: int = Field(0, ge=0, le=16)
     """Multi-token-prediction modules (DeepSeek-V3: 1); counted in params_with_mtp, not params."""
     seq_len: int | None = Field(None, ge=1, le=1 << 24)

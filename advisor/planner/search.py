@@ -508,22 +508,30 @@ class Search:
         return extra
 
     def best_of_kind(self, kind: Kind) -> Candidate | None:
+        """The first legal layout of `kind` in the order the choice is made in (layouts with headroom
+        first, then by step time), as trying every variant would find it: the kind's variants whose
+        floor is within the current best's step time are sized until none is left (all of them while
+        the best is tight, since a roomy one would come first whatever its time)."""
         bases = [b for b in self.floors if kind.holds_shape(b)]
+        legal: dict[int, bool] = {}
+
+        def is_legal(c: Candidate) -> bool:
+            if id(c) not in legal:
+                legal[id(c)] = not self.check_fn(c.layout, c.estimate)
+            return legal[id(c)]
+
         while True:
-            of_kind = [c for c in self.found if kind.holds(c.layout)]
-            if not of_kind:
-                return None
-            best = min(c.step_time for c in of_kind)
+            of_kind = sorted((c for c in self.found if kind.holds(c.layout)), key=lambda c: (c.tight, c.step_time))
+            best = next((c for c in of_kind if is_legal(c)), None)
+            limit = float("inf") if best is None or best.tight else best.step_time
             before = len(self.found)
             for b in bases:
-                self.refine(b, best)
+                self.refine(b, limit)
             if len(self.found) == before:
                 break
-        for cand in sorted(of_kind, key=lambda c: (c.tight, c.step_time)):
-            if not self.check_fn(cand.layout, cand.estimate):
-                cand.kind = kind.name
-                return cand
-        return None
+        if best is not None:
+            best.kind = kind.name
+        return best
 
     def report(self, chosen: Candidate | None, rejected: list) -> None:
         """The audit's refusals (the first few one by one, then counted), and what the search sized."""
