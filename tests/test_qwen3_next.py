@@ -114,3 +114,29 @@ def test_more_deltanet_layers_in_place_of_attention_cost_less_at_long_context(n_
         return advisor.estimate(cluster, base.model_copy(update={"hybrid_pattern": pattern}), lay, t)
     assert run(fewer, True).compute_time < run(more, True).compute_time
     assert run(fewer, False).memory.activations < run(more, False).memory.activations
+
+
+def test_the_megatron_export_writes_the_deltanet_stack_for_main_and_refuses_older_releases():
+    from advisor import export as ex
+    model = Model.preset("qwen3-next-80b-a3b")
+    cluster = Cluster(gpu="H100", gpus=64)
+    rec = advisor.recommend(cluster, model, Training(seq_len=4096, global_batch_size=1024))
+    assert rec.layout.vpp == 1                      # megatron.hybrid-no-vpp v2: no virtual stage without '|' segments
+    args = ex.megatron_args(rec.layout, rec.model, rec.training, cluster, version="main")
+    for flag, value in (("--linear-num-key-heads", "16"), ("--linear-num-value-heads", "32"),
+                        ("--linear-key-head-dim", "128"), ("--rotary-percent", "0.25")):
+        assert args[args.index(flag) + 1] == value
+    assert {"--attention-output-gate", "--moe-shared-expert-gate"} <= set(args)
+    assert "G" in args[args.index("--hybrid-override-pattern") + 1]
+    with pytest.raises(InputError, match="no Gated DeltaNet layers"):
+        ex.megatron_args(rec.layout, rec.model, rec.training, cluster, version="core_v0.16.1")
+    vpp = rec.layout.model_copy(update={"pp": 4, "vpp": 2})
+    assert "megatron.hybrid-no-vpp" in {f.rule_id for f in advisor.audit(cluster, model, vpp, rec.training).errors}
+
+
+def test_the_hf_config_counts_the_shared_expert_gates_and_reads_the_rotary_share():
+    m = Model.from_hf_config(Path(__file__).parent / "data" / "hf" / "qwen3-next-80b-a3b-instruct.json")
+    assert m.shared_expert_gate and m.rotary_percent == 0.25
+    assert m.params == 79_674_391_296                   # the released safetensors' tensor shapes summed
+    ungated = count_parameters(m.model_copy(update={"shared_expert_gate": False})).total
+    assert m.params - ungated == 48 * 2048
