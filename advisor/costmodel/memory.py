@@ -214,13 +214,21 @@ def mamba_activations(s, b, h, d_inner, gn, nheads, *, t=1, sp=False, recompute=
       backward); the norm's input 2 d_inner; the out_proj input lin*d_inner.
     No term grows with the context beyond the per-token ones: the layer stores O(s), never O(s^2).
     recompute "full" keeps the layer input 2h (/t under SP), as any layer."""
-    div = t if sp else 1
     if recompute == "full":
-        return 2.0 * s * b * h / div
-    mask = 1.0 if dropout_masks else 0.0
-    rep = 2 * h + lin_bytes * h + mask * h
+        return _mixer_layer_input(s, b, h, t, sp)
     shd = (2 * (2 * d_inner + 2 * gn + nheads) + 2 * d_inner + 2 * d_inner + lin_bytes * d_inner) / t
-    return s * b * (rep / div + shd)
+    return s * b * (_mixer_replicated(h, dropout_masks, lin_bytes) / (t if sp else 1) + shd)
+
+
+def _mixer_layer_input(s, b, h, t, sp) -> float:
+    """What a fully recomputed linear-mixer layer keeps: its 16-bit input, split by SP."""
+    return 2.0 * s * b * h / (t if sp else 1)
+
+
+def _mixer_replicated(h, dropout_masks, lin_bytes) -> float:
+    """Per-token bytes of a linear mixer's tensors TP leaves replicated: the layer input 2h, the in_proj
+    input lin*h (the fused norm's output) and the dropout mask h."""
+    return 2 * h + lin_bytes * h + (h if dropout_masks else 0.0)
 
 
 def gdn_activations(s, b, h, v_dim, k_dim, v_heads, dk, chunk, *, t=1, sp=False, recompute="none",
@@ -241,16 +249,13 @@ def gdn_activations(s, b, h, v_dim, k_dim, v_heads, dk, chunk, *, t=1, sp=False,
       the out_proj input lin*vdim. The chunk states are recomputed in the backward, so nothing grows with
       the context beyond the per-token terms: O(s), never O(s^2).
     recompute "full" keeps the layer input 2h (/t under SP), as any layer."""
-    div = t if sp else 1
     if recompute == "full":
-        return 2.0 * s * b * h / div
-    mask = 1.0 if dropout_masks else 0.0
-    rep = 2 * h + lin_bytes * h + mask * h
+        return _mixer_layer_input(s, b, h, t, sp)
     proj = 2 * (2 * k_dim + 2 * v_dim + 2 * v_heads)
     conv = 2 * (2 * k_dim + v_dim)
     kernel = 2 * (2 * v_heads * dk) + 4 * (2 * v_heads) + 2 * chunk * v_heads
     shd = (proj + conv + kernel + 2 * v_dim + lin_bytes * v_dim) / t
-    return s * b * (rep / div + shd)
+    return s * b * (_mixer_replicated(h, dropout_masks, lin_bytes) / (t if sp else 1) + shd)
 
 
 def fp8_params(c: Ctx, A) -> bool:

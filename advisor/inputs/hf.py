@@ -376,16 +376,7 @@ def _nemotron_h(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
         if r.cfg.get("moe_latent_size") is not None:
             raise InputError("hf_config.moe_latent_size", r.cfg["moe_latent_size"], "null",
                              "latent MoE projections (Nemotron 3 Super) are not modelled")
-        expert = r.required(("moe_intermediate_size",))
-        kwargs["experts"] = r.required(("n_routed_experts",))
-        kwargs["experts_per_token"] = r.required(("num_experts_per_tok",))
-        kwargs["moe_ffn_hidden"] = expert
-        shared = r.optional(("moe_shared_expert_intermediate_size",), allow_zero=True) or 0
-        if shared % expert:
-            raise InputError("hf_config.moe_shared_expert_intermediate_size", shared,
-                             f"a multiple of moe_intermediate_size ({expert})",
-                             "advisor.Model counts shared experts in units of one expert")
-        kwargs["shared_experts"] = shared // expert
+        _moe_sizes(r, kwargs, r.required(("n_routed_experts",)), "moe_shared_expert_intermediate_size")
         # NemotronH MoE routing: sigmoid scores with a correction bias (Megatron-Bridge
         # NemotronHModelProvider: moe_router_score_function "sigmoid", moe_router_enable_expert_bias)
         kwargs["router_score"] = "sigmoid"
@@ -428,22 +419,28 @@ def _qwen3_next(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
         kwargs["gdn_value_head_dim"] = r.optional(("linear_value_head_dim",)) or 128
         kwargs["gdn_conv"] = r.optional(("linear_conv_kernel_dim",)) or 4
     if any(moe):
-        expert = r.required(("moe_intermediate_size",))
-        kwargs["experts"] = experts
-        kwargs["experts_per_token"] = r.required(("num_experts_per_tok",))
-        kwargs["moe_ffn_hidden"] = expert
-        shared = r.optional(("shared_expert_intermediate_size",), allow_zero=True) or 0
-        if shared % expert:
-            raise InputError("hf_config.shared_expert_intermediate_size", shared,
-                             f"a multiple of moe_intermediate_size ({expert})",
-                             "advisor.Model counts shared experts in units of one expert")
-        kwargs["shared_experts"] = shared // expert
+        shared = _moe_sizes(r, kwargs, experts, "shared_expert_intermediate_size")
         kwargs["shared_expert_gate"] = shared > 0
     rotary = r.cfg.get("partial_rotary_factor")
     if rotary is not None:
         if isinstance(rotary, bool) or not isinstance(rotary, (int, float)) or not 0 < rotary <= 1:
             raise InputError("hf_config.partial_rotary_factor", rotary, "a number in (0, 1]", _where(r.where))
         kwargs["rotary_percent"] = float(rotary)
+
+
+def _moe_sizes(r: "_Reader", kwargs: dict[str, Any], experts: int, shared_key: str) -> int:
+    """The MoE sizes hybrid configs share (moe_intermediate_size per expert, num_experts_per_tok, the
+    shared experts' width under `shared_key`, a multiple of one expert); returns that width."""
+    expert = r.required(("moe_intermediate_size",))
+    kwargs["experts"] = experts
+    kwargs["experts_per_token"] = r.required(("num_experts_per_tok",))
+    kwargs["moe_ffn_hidden"] = expert
+    shared = r.optional((shared_key,), allow_zero=True) or 0
+    if shared % expert:
+        raise InputError(f"hf_config.{shared_key}", shared, f"a multiple of moe_intermediate_size ({expert})",
+                         "advisor.Model counts shared experts in units of one expert")
+    kwargs["shared_experts"] = shared // expert
+    return shared
 
 
 # --- Falcon-H1 -------------------------------------------------------------------------------------
