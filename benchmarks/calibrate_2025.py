@@ -325,6 +325,13 @@ def print_summary(rows, title: str, all_rows=None):
         by[r["kind"]].append(r)
     for k in sorted(by):
         print(f"  {k + ' (all)':<34} {_stats(by[k])}")
+    by = defaultdict(list)
+    for r in rows:
+        if r["kind"] == "MoE":
+            # the token dispatcher the estimate was given (the record's settings, benchmarks/mbridge_recipes.py)
+            by[(r["gen"], r["est"].assumptions.moe_token_dispatcher)].append(r)
+    for g, d in sorted(by, key=lambda k: (_GEN_ORDER.get(k[0], 9), k[1])):
+        print(f"  {f'{g} MoE, {d} dispatch':<34} {_stats(by[g, d])}")
     print(f"  {'overall':<34} {_stats(rows)}")
     if all_rows is not None and len(all_rows) != len(rows):
         print(f"  {'overall, all rows (with repeats)':<34} {_stats(all_rows)}")
