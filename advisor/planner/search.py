@@ -13,7 +13,9 @@ make (tests/test_planner_refine.py), at a fraction of the cost. A variant whose 
 more recompute than its floor assumed gets the floor of that level (estimate.floor_of) and waits
 until a threshold reaches it; a larger micro-batch of the same shape and vpp starts at that level.
 The alternatives are then the ones trying every variant would list: each variant that could come
-before a listed layout is tried, until the list stands.
+before a listed layout is tried, until the list stands. Last, the best of each KINDS entry (sharded
+data parallelism, TP x PP, expert parallelism for MoE) that the list leaves out is found the same way
+and added, so the answer always shows what each kind of layout would give.
 """
 
 from __future__ import annotations
