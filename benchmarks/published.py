@@ -41,7 +41,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 from advisor import Cluster, Layout, Model, Training
 from advisor.errors import AdvisorError, UnknownPresetError
@@ -452,7 +452,12 @@ def _build(r: dict) -> PublishedRecord:
     pp = pick("pp", 1)
     cp = pick("cp", 1, False)
     ep = pick("ep", 1, False)
-    vpp = pick("vpp", 1, False)
+    example = _nemo2407_finetune_example(r, tp, pp)
+    if example is not None and L.get("vpp") is None and example.vpp:
+        vpp = example.vpp
+        A.append(f"vpp={vpp} ({example.source})")
+    else:
+        vpp = pick("vpp", 1, False)
     # Megatron-Bridge's own performance config for this row (mbridge_recipes.py): its settings stand in for
     # the framework defaults where the record states nothing
     recipe = recipe_overrides(r["id"], pp)
@@ -461,6 +466,9 @@ def _build(r: dict) -> PublishedRecord:
         A.extend(recipe.notes)
     if recipe is not None and recipe.sp is not None and tp > 1 and L.get("sp") is None:
         sp = recipe.sp
+    elif example is not None and tp > 1 and L.get("sp") is None:
+        sp = example.sp
+        A.append(f"sp={sp} ({example.source})")
     else:
         sp_default = D["sp"] and tp > 1
         sp = bool(pick("sp", sp_default)) and tp > 1
@@ -493,6 +501,9 @@ def _build(r: dict) -> PublishedRecord:
             rec.assumptions["megatron_optimizer_bytes"] = 4.0
             A.append("optimizer states bf16 m, v = 4 B/param (NeMo 1.x SFT config: distributed_fused_adam, "
                      "optim.dtype bf16)")
+    if example is not None and example.tp_comm_overlap and tp > 1:
+        rec.assumptions["tp_comm_overlap"] = True
+        A.append(f"TP communication overlap, ub_tp_comm_overlap ({example.source})")
     notes = r.get("notes") or ""
     if "--tp-comm-overlap" in notes or r["id"].startswith(_TP_COMM_OVERLAP_SOURCES):
         # stated by the record, or by its source document for all of its runs (see below)
@@ -573,6 +584,48 @@ def _build(r: dict) -> PublishedRecord:
 # examples/nlp/language_modeling/tuning/conf/megatron_gpt_finetuning_config.yaml, peft.lora_tuning:
 # target_modules ['attention_qkv'], adapter_dim 32, alpha = adapter_dim.
 _NEMO1_LORA = {"task": "lora", "lora_rank": 32, "lora_alpha": 32, "lora_targets": ("qkv",)}
+
+
+class _Example(NamedTuple):
+    source: str
+    lora: bool
+    gpus: int
+    tp: int
+    pp: int
+    vpp: int | None
+    sp: bool
+    tp_comm_overlap: bool
+
+
+# The NeMo 24.07 performance summary's fine-tuning rows state TP, PP, MBS and GBS but no VP or SP column;
+# NeMo-Framework-Launcher's H100 PEFT examples of the same release run exactly those jobs (Llama 2, MBS 1,
+# GBS 32, fp8 with fp8_params, SQuAD packed to 4096) and state the rest:
+# github:NVIDIA/NeMo-Framework-Launcher@97f45c18b622de7204f8b03a74e4276df30af442 (2024-06-26)
+# examples/peft/llama/h100/<script>. A row takes them only when its stated layout matches the script's.
+_LAUNCHER = "NeMo-Framework-Launcher@97f45c18 examples/peft/llama/h100/"
+_NEMO2407_FINETUNE_EXAMPLES = {
+    "llama-2-7b": (_Example(_LAUNCHER + "7b_1node.sh", False, 8, 1, 1, None, False, False),
+                   _Example(_LAUNCHER + "7b_1node_lora.sh", True, 8, 1, 1, None, False, False)),
+    "llama-2-13b": (_Example(_LAUNCHER + "13b_1node.sh", False, 8, 1, 4, 10, False, False),
+                    _Example(_LAUNCHER + "13b_1node_lora.sh", True, 8, 1, 1, None, False, False)),
+    "llama-2-70b": (_Example(_LAUNCHER + "70b_2node.sh", False, 16, 4, 4, 20, True, True),
+                    _Example(_LAUNCHER + "70b_1node_lora.sh", True, 8, 2, 4, None, False, True)),
+}
+
+
+def _nemo2407_finetune_example(r: dict, tp: int, pp: int) -> _Example | None:
+    """The launcher example a NeMo 24.07 fine-tuning row ran, when its stated GPUs, TP, PP, MBS and GBS
+    are the script's."""
+    t = r["training"]
+    if "nemo 24.07" not in (t.get("framework") or "").lower() or (t.get("task") or "").lower() != "finetune":
+        return None
+    lora = "lora" in r["id"].lower()
+    name = (r["model"].get("name") or "").lower()
+    for ex in _NEMO2407_FINETUNE_EXAMPLES.get(name, ()):
+        if (ex.lora == lora and ex.gpus == r["cluster"].get("gpus") and (ex.tp, ex.pp) == (tp, pp)
+                and (t.get("micro_batch_size"), t.get("global_batch_size")) == (1, 32)):
+            return ex
+    return None
 
 
 def _finetune_fields(r: dict, A: list) -> dict:
