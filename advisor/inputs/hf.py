@@ -392,7 +392,7 @@ def _qwen3_next(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
     plus a shared expert of shared_expert_intermediate_size, else a dense MLP ("-") of intermediate_size
     (huggingface/transformers@043bb8dde14aae1a56b84cd230737cf5d0877912 modular_qwen3_next.py
     Qwen3NextDecoderLayer; Qwen3NextSparseMoeBlock.shared_expert_gate, hidden -> 1, scales the shared
-    expert); partial_rotary_factor is the RoPE share (Model.rotary_percent)."""
+    expert)."""
     types = r.cfg.get("layer_types")
     if types is None:
         every = r.optional(("full_attention_interval",)) or 4
@@ -421,11 +421,6 @@ def _qwen3_next(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
     if any(moe):
         shared = _moe_sizes(r, kwargs, experts, "shared_expert_intermediate_size")
         kwargs["shared_expert_gate"] = shared > 0
-    rotary = r.cfg.get("partial_rotary_factor")
-    if rotary is not None:
-        if isinstance(rotary, bool) or not isinstance(rotary, (int, float)) or not 0 < rotary <= 1:
-            raise InputError("hf_config.partial_rotary_factor", rotary, "a number in (0, 1]", _where(r.where))
-        kwargs["rotary_percent"] = float(rotary)
 
 
 def _moe_sizes(r: "_Reader", kwargs: dict[str, Any], experts: int, shared_key: str) -> int:
@@ -653,10 +648,18 @@ def _positive(r: "_Reader", key: str, v: Any) -> float:
 
 
 def _rope(r: "_Reader") -> dict[str, Any]:
-    """rope_theta and rope_scaling: the RoPE base and frequency scaling the launch configs write."""
+    """rope_theta, partial_rotary_factor and rope_scaling: the RoPE base, the share of each head it
+    rotates (Qwen3-Next 0.25, Phi-4-mini 0.75) and the frequency scaling the launch configs write."""
     out: dict[str, Any] = {}
     if r.cfg.get("rope_theta") is not None:
         out["rope_theta"] = _positive(r, "rope_theta", r.cfg["rope_theta"])
+    rotary = r.cfg.get("partial_rotary_factor")
+    if rotary is not None:
+        if isinstance(rotary, bool) or not isinstance(rotary, (int, float)) or not 0 < rotary <= 1:
+            raise InputError("hf_config.partial_rotary_factor", rotary,
+                             f"a number in (0, 1] (model_type '{r.model_type}')", _where(r.where))
+        if rotary != 1:
+            out["rotary_percent"] = float(rotary)
     scaling = r.cfg.get("rope_scaling")
     if not isinstance(scaling, Mapping):
         return out
