@@ -628,21 +628,45 @@ def _nemo2407_finetune_example(r: dict, tp: int, pp: int) -> _Example | None:
     return None
 
 
+# Mean tokens of one SQuAD v1.1 training sample, for the NeMo 24.07 rows that pack SQuAD into 4096-token
+# sequences. NeMo 1.x packed SFT keeps attention inside each sample: GPTSFTPackedDataset (NeMo
+# nemo/collections/nlp/data/language_modeling/megatron/gpt_sft_dataset.py, return_cu_seqlen=True) hands
+# the samples' cu_seqlens to the THD attention kernel, and the launcher scripts set
+# model.data.train_ds.packed_sequence=true (NeMo-Framework-Launcher@97f45c18 examples/peft/llama/h100/).
+# No source states the sample length in Llama tokens, so it is derived, not fitted:
+# - bytes per sample: SQuAD's train split is 79,317,110 bytes over 87,599 samples (Hugging Face
+#   rajpurkar/squad dataset_info) = 905 B, an upper bound of its text (the bytes include id and title);
+# - bytes per Llama token on English web text: LLaMA's C4 share (Touvron et al. 2023, Table 1: 15.0 %
+#   of 1.4T tokens at 1.06 epochs from 783 GB) = 3.95 B/token; Llama 2 keeps that tokenizer (Touvron et
+#   al. 2023b, §2.1).
+# 905 / 3.95 = 229 tokens. The finding does not hang on the digit: any mean from 128 to 1024 tokens keeps
+# every NeMo 24.07 fine-tuning row's step within 20 % (benchmarks/published_finetune.py).
+_SQUAD_SAMPLE_BYTES = 79_317_110 / 87_599
+_LLAMA_BYTES_PER_TOKEN = 783e9 / (0.150 * 1.4e12 / 1.06)
+SQUAD_SAMPLE_TOKENS = round(_SQUAD_SAMPLE_BYTES / _LLAMA_BYTES_PER_TOKEN)
+
+
 def _finetune_fields(r: dict, A: list) -> dict:
-    """Training.task (and LoRA settings) of a record: "lora" for LoRA rows, "sft" for fine-tuning rows."""
+    """Training.task (and LoRA settings, packing) of a record: "lora" for LoRA rows, "sft" for
+    fine-tuning rows."""
     task = (r["training"].get("task") or "").lower()
     fw = (r["training"].get("framework") or "").lower()
+    packed = {}
+    if "nemo 24.07" in fw and re.search(r"squad\S* packed to \d+ tokens", r.get("notes") or "", re.I):
+        packed = {"packed_sample_tokens": SQUAD_SAMPLE_TOKENS}
+        A.append(f"packed SQuAD samples of {SQUAD_SAMPLE_TOKENS} tokens, attention within each sample "
+                 "(NeMo 1.x GPTSFTPackedDataset cu_seqlens)")
     if "lora" in r["id"].lower() or "lora" in task:
         if "nemo 24.07" in fw:
             A.append("LoRA rank 32 on the fused QKV only (NeMo 1.x megatron_gpt_finetuning_config.yaml defaults)")
-            return dict(_NEMO1_LORA)
+            return dict(_NEMO1_LORA) | packed
         A.append("LoRA with advisor's defaults (the source states no adapter settings)")
-        return {"task": "lora"}
+        return {"task": "lora"} | packed
     if task == "finetune":
         if "dpo" in r["id"].lower() or "orpo" in r["id"].lower():
             A.append("preference tuning estimated as full SFT (DPO's frozen reference model and paired "
                      "sequences are not modelled)")
-        return {"task": "sft"}
+        return {"task": "sft"} | packed
     return {}
 
 

@@ -169,6 +169,23 @@ def test_qlora_8b_on_one_24gb_gpu():
     assert rec.memory.fits and rec.layout.tp == rec.layout.pp == 1
 
 
+def test_lora_405b_on_32_h100_says_what_full_sft_would_need():
+    # 405B LoRA: the frozen base (765 GiB) outgrows a node but fits 32 GPUs; full SFT's states do not
+    rec = advisor.recommend(Cluster(gpu="H100-SXM-80GB", gpus=32), "llama-3.1-405b", {"task": "lora"})
+    text = rec.explain()
+    assert "matrix.frozen-base-beyond-one-node" in text
+    assert "full fine-tuning, which would need" in text
+    assert rec.memory.fits and rec.memory.optimizer < 0.01 * rec.memory.weights
+
+
+def test_full_sft_8b_on_8_a100_40gb_is_sharded_or_split_and_fits():
+    rec = advisor.recommend(Cluster(gpu="A100-40GB", gpus=8), "llama-3-8b", {"task": "sft"})
+    assert rec.memory.fits
+    layout = rec.layout
+    assert layout.zero_stage >= 1 or layout.tp * layout.pp > 1     # 135 GiB of states cannot sit on one GPU
+    assert "matrix.small-cluster-tight-memory" in rec.explain()
+
+
 def test_pretraining_facts_do_not_change_with_the_new_fields():
     from advisor.facts import build_facts
     t, _ = resolve_training(LLAMA70B, Training())
