@@ -43,6 +43,19 @@ def recommend(cluster: Any, model: Any, training: Any = None, *, rules: RulePath
     return _recommend(cluster, model, training, rules, engine, assumptions, keep_ranking=False)[0]
 
 
+def _checklist(decisions: Decisions, layout) -> tuple[list[ChecklistItem], list[tuple[str, str]]]:
+    """The checklist items that apply to the chosen layout, and (rule id, why) of those left out: an
+    item whose rule `needs` dimensions the layout does not use (all of them are degree 1)."""
+    items, dropped = [], []
+    for rule_id, text, needs in decisions.checklist:
+        if layout is not None and needs and all(getattr(layout, d) == 1 for d in needs):
+            dropped.append((rule_id, f"checklist item {rule_id} left out: it applies to layouts with {' or '.join(needs)} "
+                                     f"> 1, and the chosen layout has {' = '.join(needs)} = 1"))
+        else:
+            items.append(ChecklistItem(rule_id=rule_id, text=text))
+    return items, dropped
+
+
 def recommend_with_ranking(cluster: Any, model: Any, training: Any = None, *, rules: RulePaths = (),
                            engine: str | None = None, assumptions: Any = None):
     """`recommend()`, plus every layout that fit, best first, as (Layout, Estimate) pairs. Slower:
@@ -85,6 +98,9 @@ def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path,
                                       assumptions=assumptions)
     events += [TraceEvent(seq=seq, op=e.op, message=e.message, candidate=e.candidate, rule_id=e.rule_id,
                           have=e.have, want=e.want) for seq, e in enumerate(result.events, len(events) + 1)]
+    checklist, dropped = _checklist(decisions, result.layout)
+    events += [TraceEvent(seq=seq, op="note", rule_id=rule_id, message=message)
+               for seq, (rule_id, message) in enumerate(dropped, len(events) + 1)]
     if result.layout is not None:
         est = result.estimate
         events.append(TraceEvent(seq=len(events) + 1, op="choose", candidate=result.layout.id,
@@ -103,7 +119,7 @@ def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path,
         framework=result.framework if result.layout is not None else None,
         estimates=result.estimate,
         cluster=cluster, model=model, training=training,
-        checklist=[ChecklistItem(rule_id=r, text=t) for r, t in decisions.checklist],
+        checklist=checklist,
         alternatives=[Alternative(layout=a.layout, reason=a.reason, memory_total=a.estimate.memory.total,
                                   step_time=a.estimate.step_time, family=a.family, kind=a.kind) for a in result.alternatives],
         findings=findings,

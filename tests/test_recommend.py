@@ -51,6 +51,24 @@ def test_70b_on_64_h100_gets_megatron_tp_inside_the_node_times_pp(large_tp_pp):
     assert "constraint.tp-within-nvlink-domain" in fired
 
 
+def test_checklist_items_that_need_tp_or_pp_follow_the_chosen_layout(large_tp_pp):
+    # the TP+PP answer keeps the seed's "pin TP groups to a node" item ...
+    assert "checklist.large-model-pin-tp-to-node" in {c.rule_id for c in large_tp_pp.checklist}
+    # ... and a layout without TP or PP leaves it out, saying so in the trace
+    from advisor import Layout
+    from advisor.api import _checklist
+    from advisor.rulebook.actions import Decisions
+    decisions = Decisions(checklist=[("checklist.large-model-pin-tp-to-node", "Pin each TP group", ("tp", "pp")),
+                                     ("checklist.acceptance-baselines", "Rerun the baseline", ())])
+    items, dropped = _checklist(decisions, Layout(tp=1, pp=1, dp=32, zero_stage=3))
+    assert [i.rule_id for i in items] == ["checklist.acceptance-baselines"]
+    assert dropped[0][0] == "checklist.large-model-pin-tp-to-node" and "tp = pp = 1" in dropped[0][1]
+    items, dropped = _checklist(decisions, Layout(tp=1, pp=4, dp=8))
+    assert len(items) == 2 and not dropped
+    items, dropped = _checklist(decisions, None)           # infeasible: nothing to judge the items by
+    assert len(items) == 2 and not dropped
+
+
 def test_trace_ids_exist_in_rules_and_cite_sources(small_zero, large_tp_pp):
     book = builtin_rulebook()
     for rec in (small_zero, large_tp_pp):

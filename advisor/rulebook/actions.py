@@ -76,8 +76,12 @@ class Enable(_Action):
 
 
 class Checklist(_Action):
-    """Add the rule's message to the recommendation's follow-up checklist."""
+    """Add the rule's message to the recommendation's follow-up checklist; with `needs`, only when the
+    recommended layout uses one of those dimensions (degree > 1): the situation that fires the rule is
+    known before the layout is, and an item about TP groups does not belong to a layout without TP."""
     action: Literal["checklist"]
+    needs: list[Dimension] = Field(default_factory=list, max_length=5,
+                                   description="the item applies when the chosen layout has one of these > 1")
 
 
 class ReportFinding(_Action):
@@ -142,7 +146,7 @@ class Decisions:
     max: dict[str, Bound] = field(default_factory=dict)
     min: dict[str, Bound] = field(default_factory=dict)
     features: dict[str, str] = field(default_factory=dict)   # feature -> rule id
-    checklist: list[tuple[str, str]] = field(default_factory=list)   # (rule id, text)
+    checklist: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)   # (rule id, text, needs)
 
     def apply(self, rule_id: str, action: _Action, facts: dict, message: str) -> list[Effect]:
         """Apply one action; returns what it did (a limit with both sides does two things)."""
@@ -163,7 +167,7 @@ class Decisions:
         if isinstance(action, ReportFinding):
             return [Effect(kind="finding", value=action.severity)]
         if isinstance(action, Checklist):
-            self.checklist.append((rule_id, message))
+            self.checklist.append((rule_id, message, tuple(action.needs)))
             return [Effect(kind="checklist")]
         return [Effect(kind="note")]
 
