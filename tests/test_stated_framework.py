@@ -102,6 +102,26 @@ def test_megatron_lm_versions_read_by_the_rules():
     assert "stack.megatron-lm-before-distributed-optimizer" not in _fired(new) and new.layout.zero_stage >= 1
 
 
+def test_a_stated_frameworks_zero_stages_bind_the_alternatives_too():
+    # Megatron-LM 2021 has no distributed optimizer and no Megatron-FSDP: no layout of any family, the
+    # choice or an alternative, may shard the optimizer (the zero-dp family's best used to come back as ZeRO-2)
+    rec = advisor.recommend(Cluster(gpu="A100-80GB", gpus=256), "llama-2-13b",
+                            {"seq_len": 2048, "global_batch_size": 1024, "framework": "megatron-lm",
+                             "framework_version": "2021"})
+    assert rec.layout.zero_stage == 0
+    assert rec.alternatives and all(a.layout.zero_stage == 0 for a in rec.alternatives)
+
+
+def test_only_constraint_rules_bound_the_zero_stages_of_every_family():
+    from advisor.rulebook.actions import AllowZero
+    d = Decisions()
+    d.apply("matrix.row", AllowZero(action="allow_zero", stages=[2, 3]), {}, "", "strategy")
+    assert d.zero_bound is None                      # a strategy row's stages are its preference
+    d.apply("stack.a", AllowZero(action="allow_zero", stages=[0, 1]), {}, "", "constraint")
+    d.apply("stack.b", AllowZero(action="allow_zero", stages=[1, 2]), {}, "", "constraint")
+    assert d.zero_bound == ((1,), "stack.a")         # constraints intersect
+
+
 def test_unstated_framework_changes_no_recommendation():
     # the stack rules are inert when nothing is stated: same layout with and without them in the book
     for cluster, model in ((H100x8, LLAMA70B), (H100x64, LLAMA70B), (H100x8, Model.preset("llama-3-8b"))):

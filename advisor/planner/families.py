@@ -17,7 +17,17 @@ from .space import Policy
 
 def megatron_policy(policy: Policy) -> Policy:
     """Megatron-LM's own defaults: its distributed optimizer (ZeRO-1) and sequence parallelism."""
-    return policy._replace(zero_stages=(1,), sp=True)
+    return policy._replace(zero_stages=bounded((1,), policy.decisions), sp=True)
+
+
+def bounded(stages: tuple[int, ...], decisions: Decisions) -> tuple[int, ...]:
+    """A family's own ZeRO stages within the bound a constraint rule set (Decisions.zero_bound: what a
+    stated framework has, e.g. no distributed optimizer before Megatron-LM 2022); the bound itself when
+    none of the family's stages is in it."""
+    if decisions.zero_bound is None:
+        return stages
+    allowed = decisions.zero_bound[0]
+    return tuple(s for s in stages if s in allowed) or allowed
 
 
 # The framework each family runs on: DeepSpeed for ZeRO data parallelism, Megatron-LM for TP x PP,
@@ -84,7 +94,7 @@ def other_family(cluster: Cluster, model: Model, training: Training, policy: Pol
         other = (megatron_policy(policy) if framework.startswith("megatron") else policy)._replace(
             tie_order=policy.tie_order if policy.tie_order in ("ep_over_tp", "dp_before_tp") else "tp_before_pp")
     else:
-        other = policy._replace(zero_stages=(1, 2, 3))
+        other = policy._replace(zero_stages=bounded((1, 2, 3), decisions))
     side = PlanResult(None, None, framework)
     search = Search(cluster, model, training, other, family, framework, side, check_fn, allow_offload=False,
                     keep_ranking=keep_ranking, max_alternatives=0, assumptions=assumptions)

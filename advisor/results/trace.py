@@ -103,7 +103,7 @@ def fired_events(book: RuleBook, fired: list[str], facts: dict, decisions: Decis
     for seq, rule_id in enumerate(fired, first_seq):
         rule = book.rules[rule_id]
         message = render_message(rule.spec.message, facts)
-        effects = [e for action in rule.spec.then for e in decisions.apply(rule_id, action, facts, message)]
+        effects = [e for action in rule.spec.then for e in decisions.apply(rule_id, action, facts, message, rule.spec.tier)]
         events.append(_fire_event(seq, rule, message, facts, effects))
     return events
 

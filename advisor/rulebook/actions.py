@@ -146,14 +146,21 @@ class Decisions:
     max: dict[str, Bound] = field(default_factory=dict)
     min: dict[str, Bound] = field(default_factory=dict)
     features: dict[str, str] = field(default_factory=dict)   # feature -> rule id
+    # ZeRO stages a "constraint"-tier rule allows (a stated framework's capability): a bound on every
+    # family the planner searches, where allow_zero of a strategy row is that row's preference
+    zero_bound: tuple[tuple[int, ...], str] | None = None
     checklist: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)   # (rule id, text, needs)
 
-    def apply(self, rule_id: str, action: _Action, facts: dict, message: str) -> list[Effect]:
-        """Apply one action; returns what it did (a limit with both sides does two things)."""
+    def apply(self, rule_id: str, action: _Action, facts: dict, message: str, tier: str | None = None) -> list[Effect]:
+        """Apply one action of a rule of `tier`; returns what it did (a limit with both sides does two things)."""
         if isinstance(action, UseFramework):
             return [self._choose("framework", action.framework, rule_id)]
         if isinstance(action, AllowZero):
-            return [self._choose("zero_stages", tuple(sorted(set(action.stages))), rule_id)]
+            stages = tuple(sorted(set(action.stages)))
+            if tier == "constraint":
+                kept = stages if self.zero_bound is None else tuple(s for s in self.zero_bound[0] if s in stages)
+                self.zero_bound = (kept, rule_id if self.zero_bound is None else self.zero_bound[1])
+            return [self._choose("zero_stages", stages, rule_id)]
         if isinstance(action, AllowFrameworks):
             return [self._choose("frameworks", tuple(dict.fromkeys(action.frameworks)), rule_id)]
         if isinstance(action, UseStrategy):
