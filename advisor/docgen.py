@@ -291,6 +291,8 @@ def _effect(action: BaseModel) -> str:
         return "limit " + " and ".join(bounds)
     if kind == "enable":
         return f"enable {_code(a['feature'])}"
+    if kind == "disable":
+        return f"disable {_code(a['feature'])}"
     if kind == "finding":
         return f"**{a['severity']}** finding; fix: {_code(a['fix'])}"
     if kind == "checklist":

@@ -298,15 +298,7 @@ def stated_framework(r: dict) -> tuple[str | None, str | None]:
         return None, None
     m = _STATED_VERSION.search(text)
     version = next((g for g in m.groups() if g), None) if m else None
-    if version is None and stack == "megatron-lm":
-        # a Megatron-LM release is read as its year ("Megatron-LM (2021)", rules/stated-framework.toml); a
-        # record that reports a paper's runs states that year in its source ("Narayanan et al. 2021")
-        cited = _CITED_YEAR.match(r.get("source") or "")
-        version = cited.group(1) if cited else None
     return stack, version
-
-
-_CITED_YEAR = re.compile(r"[A-Z][\w-]+ et al\. (\d{4}),")
 
 
 def _framework_kind(r: dict) -> str:

@@ -52,6 +52,8 @@ def test_good_site_rule_loads(tmp_path):
     ('action = "limit"', 'action = "run_python"', "then.0", "action"),
     ('{ action = "limit", dimension = "tp", max = 4 }', '{ action = "checklist", needs = ["gpu"] }',
      "then.0.checklist.needs.0", "'tp', 'pp', 'cp', 'ep' or 'dp'"),
+    ('{ action = "limit", dimension = "tp", max = 4 }', '{ action = "disable", feature = "cp" }',
+     "then.0.disable.feature", "'sp'"),
     ('max = 4', 'max = "cluster.gpu_name"', "then[0].max", "int fact"),
     ('version = 1', 'version = 0', "version", "greater than or equal"),
     ('references = [{ title = "Site wiki: rack layout", url = "https://example.org/racks" }]', 'references = []', "references", "at least 1"),

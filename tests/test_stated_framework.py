@@ -112,6 +112,31 @@ def test_a_stated_frameworks_zero_stages_bind_the_alternatives_too():
     assert rec.alternatives and all(a.layout.zero_stage == 0 for a in rec.alternatives)
 
 
+def test_megatron_lm_before_2022_gets_no_sequence_parallelism():
+    # --sequence-parallel arrived in Megatron-LM in 2022: a 2021 stack gets TP layouts without it, in the
+    # choice and in every alternative, and the trace says which rule turned it off
+    rec = advisor.recommend(Cluster(gpu="A100-80GB", gpus=256), "llama-2-13b",
+                            {"seq_len": 2048, "global_batch_size": 1024, "framework": "megatron-lm",
+                             "framework_version": "2021"})
+    assert rec.layout.tp > 1 and not rec.layout.sp
+    assert all(not a.layout.sp for a in rec.alternatives)
+    assert "disable sp" in rec.explain("full")
+    modern = advisor.recommend(Cluster(gpu="A100-80GB", gpus=256), "llama-2-13b",
+                               {"seq_len": 2048, "global_batch_size": 1024, "framework": "megatron-lm",
+                                "framework_version": "core_v0.16.1"})
+    assert modern.layout.tp == 1 or modern.layout.sp
+
+
+def test_disable_wins_over_enable_in_either_order():
+    from advisor.rulebook.actions import Disable, Enable
+    for first, second in ((Enable(action="enable", feature="sp"), Disable(action="disable", feature="sp")),
+                          (Disable(action="disable", feature="sp"), Enable(action="enable", feature="sp"))):
+        d = Decisions()
+        d.apply("a", first, {}, "")
+        d.apply("b", second, {}, "")
+        assert not d.has("sp")
+
+
 def test_only_constraint_rules_bound_the_zero_stages_of_every_family():
     from advisor.rulebook.actions import AllowZero
     d = Decisions()

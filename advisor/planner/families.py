@@ -16,8 +16,9 @@ from .space import Policy
 
 
 def megatron_policy(policy: Policy) -> Policy:
-    """Megatron-LM's own defaults: its distributed optimizer (ZeRO-1) and sequence parallelism."""
-    return policy._replace(zero_stages=bounded((1,), policy.decisions), sp=True)
+    """Megatron-LM's own defaults: its distributed optimizer (ZeRO-1) and sequence parallelism, where the
+    stated framework has them (Decisions.zero_bound, a disabled sp)."""
+    return policy._replace(zero_stages=bounded((1,), policy.decisions), sp="sp" not in policy.decisions.disabled)
 
 
 def bounded(stages: tuple[int, ...], decisions: Decisions) -> tuple[int, ...]:

@@ -35,6 +35,8 @@ def _one_effect(e: Effect) -> str:
         return text + (f" (already {e.kept})" if e.kept is not None else "")
     if e.kind == "enable":
         return f"enable {e.field}"
+    if e.kind == "disable":
+        return f"disable {e.field}"
     if e.kind == "finding":
         return f"{e.value} finding"
     return "checklist item" if e.kind == "checklist" else "note"

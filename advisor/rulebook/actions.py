@@ -75,6 +75,13 @@ class Enable(_Action):
     feature: Feature
 
 
+class Disable(_Action):
+    """Turn off a feature the stated framework does not have, whichever rule enables it: sp (Megatron-LM
+    before --sequence-parallel, 2022). Disabling wins over enabling, in any order."""
+    action: Literal["disable"]
+    feature: Literal["sp"]
+
+
 class Checklist(_Action):
     """Add the rule's message to the recommendation's follow-up checklist; with `needs`, only when the
     recommended layout uses one of those dimensions (degree > 1): the situation that fires the rule is
@@ -97,7 +104,8 @@ class Note(_Action):
 
 
 Action = Annotated[
-    Union[UseFramework, AllowZero, AllowFrameworks, UseStrategy, Limit, Enable, Checklist, ReportFinding, Note],
+    Union[UseFramework, AllowZero, AllowFrameworks, UseStrategy, Limit, Enable, Disable, Checklist, ReportFinding,
+          Note],
     Field(discriminator="action"),
 ]
 
@@ -108,9 +116,9 @@ class Effect(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    kind: Literal["choose", "limit", "enable", "checklist", "finding", "note"]
+    kind: Literal["choose", "limit", "enable", "disable", "checklist", "finding", "note"]
     field: str | None = None
-    """choose: framework, zero_stages, frameworks or strategy; limit: the dimension; enable: the feature."""
+    """choose: framework, zero_stages, frameworks or strategy; limit: the dimension; enable, disable: the feature."""
     value: str | int | list[int] | list[str] | None = None
     """choose: the value chosen; limit: the bound; finding: the severity."""
     bound: Literal["max", "min"] | None = None
@@ -146,6 +154,7 @@ class Decisions:
     max: dict[str, Bound] = field(default_factory=dict)
     min: dict[str, Bound] = field(default_factory=dict)
     features: dict[str, str] = field(default_factory=dict)   # feature -> rule id
+    disabled: dict[str, str] = field(default_factory=dict)   # feature -> rule id (Disable)
     # ZeRO stages a "constraint"-tier rule allows (a stated framework's capability): a bound on every
     # family the planner searches, where allow_zero of a strategy row is that row's preference
     zero_bound: tuple[tuple[int, ...], str] | None = None
@@ -171,6 +180,9 @@ class Decisions:
         if isinstance(action, Enable):
             self.features.setdefault(action.feature, rule_id)
             return [Effect(kind="enable", field=action.feature)]
+        if isinstance(action, Disable):
+            self.disabled.setdefault(action.feature, rule_id)
+            return [Effect(kind="disable", field=action.feature)]
         if isinstance(action, ReportFinding):
             return [Effect(kind="finding", value=action.severity)]
         if isinstance(action, Checklist):
@@ -198,6 +210,10 @@ class Decisions:
             bounds[dimension] = Bound(value, rule_id)
         return Effect(kind="limit", field=dimension, value=value, bound=side,
                       source=raw if isinstance(raw, str) else None, kept=None if tighter else current.value)
+
+    def has(self, feature: str) -> bool:
+        """The feature is enabled and no rule disabled it."""
+        return feature in self.features and feature not in self.disabled
 
     def allows(self, framework: str) -> bool:
         """The rules allow layouts on `framework` (no allow_frameworks rule fired: every framework)."""
