@@ -371,7 +371,9 @@ class Assumptions(BaseModel):
     remote node once and forward it to that node's experts over NVLink, so the network carries a
     token's distinct remote nodes, not its remote copies (comm.node_dedup: 0.45 of the copies for
     Qwen3-235B's top-8 of 128 experts on EP 32 over 4 nodes). Checked against the Model Zoo's
-    measured EP 32 run (benchmarks/calibrate_moe.py). Inside one node both are priced alike."""
+    measured EP 32 run (benchmarks/calibrate_moe.py). Over NVLink DeepEP sends a token to each
+    destination rank once (comm._deepep: 0.67 of the copies for 128 experts, top-8, on EP 8), the
+    all-to-all dispatcher every routed copy."""
 
     # ---------------------------------------------------------------- offload
     pcie_bandwidth: float = Field(25e9, strict=True, ge=MIN_BANDWIDTH, le=MAX_BANDWIDTH)
