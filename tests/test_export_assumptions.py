@@ -25,6 +25,7 @@ NOT_RUN_SETTINGS = {
     "softmax_bytes_per_score": "bytes the unfused softmax moves",
     "optimizer_bytes_per_param": "bytes the Adam step moves",
     "nvlink_efficiency": "achieved NVLink bandwidth",
+    "ep_nvlink_efficiency": "achieved NVLink bandwidth of the MoE dispatch and combine",
     "network_efficiency": "achieved network bandwidth",
     "latency_nvlink": "collective latency",
     "latency_network": "collective latency",

@@ -289,6 +289,25 @@ class Assumptions(BaseModel):
     (third-party nccl-tests validation guides, e.g. Saturn Cloud "Validating Multi-Node GPU Clusters
     with NCCL Tests"); calibrate_throughput.py's scan prefers 0.9 to 0.8 (was 0.8, an assumption)."""
 
+    ep_nvlink_efficiency: float = Field(0.55, strict=True, ge=MIN_EFFICIENCY, le=1)
+    """Share of the unidirectional NVLink bandwidth that the MoE token dispatch and combine reach
+    (EP all-to-all inside the NVLink domain, both dispatchers; `nvlink_efficiency` stays the bulk
+    collectives'). Measured, kernel microbenchmarks of NVIDIA's HybridEP and DeepEP at DeepSeek-V3's
+    shape (4096 tokens per rank, hidden 7168, top-8, BF16; deepseek-ai/DeepEP@41cad94449628adfb1cd1cadd82aeda83d4fbf0f
+    docs/README_Hybrid-EP.md, "Torch API" figures, received bytes per rank / time, the rank's own
+    share included): B200, 8 ranks, dispatch 536 (HybridEP) and 619-646 GB/s (DeepEP, 32-48 SMs),
+    combine 531 and 524-586 GB/s; GB200 NVL72, HybridEP with 32 SMs on 8 to 36 ranks, dispatch
+    545 -> 479 GB/s, combine 569 -> 448 GB/s. Counting only the bytes that leave the rank
+    ((n-1)/n of them, the convention of comm.alltoall) against 900 GB/s, that is 0.49-0.60 of NVLink,
+    0.55 the middle; the same kernels' "kernel only" times give 0.66-0.71, i.e. launch, layout and
+    synchronisation cost the rest. DeepEP's README gives about 0.67 on H800 (intranode 153-158 GB/s
+    of NVLink). No NCCL all-to-all figure on Blackwell was found; Megatron's all-to-all dispatcher is
+    assumed no faster than the kernels written to replace it, and `python benchmarks/calibrate_2025.py
+    --scan ep_nvlink_efficiency=0.8,0.7,0.6,0.55,0.5` improves monotonically from 0.8 to 0.5 over all
+    rows (2025 MoE mean |log| 0.308 -> 0.264 at 0.55, 0.251 at 0.5; the two setting pairs, which
+    isolate ep_a2a_overlap, 0.392 -> 0.407), so the measured 0.55 is kept rather than the scan's
+    edge. Was nvlink_efficiency (0.8)."""
+
     latency_nvlink: float = Field(1e-5, strict=True, ge=0, le=MAX_CALL_SECONDS)
     """Fixed cost per collective call inside the NVLink domain, seconds. Assumption (NCCL small-message
     latency on NVSwitch systems is ~10 us)."""
