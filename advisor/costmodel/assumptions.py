@@ -93,6 +93,32 @@ class Assumptions(BaseModel):
     those runs are 30-1300 GFLOP); it matters where GEMMs are small: MoE experts receiving few
     tokens each, tiny micro-batches or hidden sizes."""
 
+    expert_gemm_overhead: float = Field(2e-5, strict=True, ge=0, le=MAX_CALL_SECONDS)
+    """Seconds added, on top of `gemm_overhead`, to every GEMM call of a local routed expert (FC1
+    and FC2 of each of the experts / ep local experts, forward, data and weight gradient:
+    time._expert_gemm_calls). Transformer Engine's GroupedLinear, which Megatron-Core's
+    TEGroupedMLP (--moe-grouped-gemm) runs, does per-expert work that a dense layer's one GEMM does
+    not: on Blackwell it issues one cuBLAS GEMM per expert, round-robin over 4 streams
+    (NVIDIA/TransformerEngine@70f536662ae10a62a54f4ed1ba92e3314c5cfd69, tag v2.9,
+    transformer_engine/common/gemm/cublaslt_gemm.cu `multi_stream_cublas_gemm`; the CUTLASS grouped
+    GEMM of `nvte_multi_tensor_gemm` is Hopper-only and behind NVTE_USE_CUTLASS_GROUPED_GEMM), each
+    with its own launch and tail wave; it quantises each expert's slice separately except under
+    delayed scaling (pytorch/csrc/extensions/cast.cpp `multi_tensor_quantize_impl`: "only have fused
+    kernel for FP8 delayed scaling"; a current-scaling quantize is an amax, a scale and a cast kernel,
+    pytorch/csrc/quantizer.cpp), and loops over the experts in Python for the weight workspaces and
+    main-grad hooks (pytorch/module/grouped_linear.py). No microbenchmark of that overhead was found;
+    the value is the scan over every dev row (`python benchmarks/calibrate_2025.py --scan
+    expert_gemm_overhead=0,5e-6,1e-5,1.5e-5,2e-5,2.5e-5,3e-5,4e-5,5e-5`, with ep_nvlink_efficiency
+    0.55): 2025 mean |log| 0.176, 0.163, 0.151, 0.144, 0.140, 0.136, 0.135, 0.134, 0.138; within 15%
+    61% -> 74-79% from 1e-5; MoE within 20% 47% -> 74% at 2e-5 to 3e-5, 79% at 4e-5 to 5e-5; the
+    older file (dense) unchanged at 0.050. |log| is flat within 0.006 from 2e-5 to 5e-5 and the
+    lowest of the near-equals is kept: the larger values over-price the smallest experts (Qwen3-30B-A3B,
+    hidden 2048, expert FFN 768, on 8 B200 with CUDA graphs, which the cost model does not represent:
+    estimate/measured 0.85 at 2e-5, 0.73 at 3e-5). It is what makes few tokens per expert and many
+    local experts cost more than their FLOPs (EP 8 against EP 32-64 on the same model); a fixed cost
+    per call, not one that grows with the expert's size, is an assumption the 19 MoE rows cannot
+    test further."""
+
     fp8_efficiency: float = Field(0.55, strict=True, ge=MIN_EFFICIENCY, le=1)
     """Fraction of the dense FP8 peak that FP8 linear-layer GEMMs achieve (the attention core stays
     BF16). Calibrated on the NeMo 24.07 H100 FP8 rows (13 configurations, 5B-340B, median error
