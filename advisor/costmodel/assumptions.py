@@ -326,8 +326,9 @@ class Assumptions(BaseModel):
     545 -> 479 GB/s, combine 569 -> 448 GB/s. Counting only the bytes that leave the rank
     ((n-1)/n of them, the convention of comm.alltoall) against 900 GB/s, that is 0.49-0.60 of NVLink,
     0.55 the middle; the same kernels' "kernel only" times give 0.66-0.71, i.e. launch, layout and
-    synchronisation cost the rest. DeepEP's README gives about 0.67 on H800 (intranode 153-158 GB/s
-    of NVLink). No NCCL all-to-all figure on Blackwell was found; Megatron's all-to-all dispatcher is
+    synchronisation cost the rest. On Hopper DeepEP's own table (H800, EP 8 intranode: dispatch 153,
+    combine 158 GB/s, FP8 dispatch; its README, now docs/legacy.md, calls ~160 GB/s the NVLink
+    maximum) is about 0.67 of the H800's 200 GB/s unidirectional NVLink by the same count. No NCCL all-to-all figure on Blackwell was found; Megatron's all-to-all dispatcher is
     assumed no faster than the kernels written to replace it, and `python benchmarks/calibrate_2025.py
     --scan ep_nvlink_efficiency=0.8,0.7,0.6,0.55,0.5` improves monotonically from 0.8 to 0.5 over all
     rows (2025 MoE mean |log| 0.308 -> 0.264 at 0.55, 0.251 at 0.5; the two setting pairs, which
