@@ -38,11 +38,28 @@ def _ep_estimate(ep: int, A: Assumptions | None, gpus: int = 64):
     return advisor.estimate(cluster, model, layout, Training(seq_len=4096, global_batch_size=256), A)
 
 
-def test_deepep_changes_nothing_inside_one_node():
+def test_deepep_changes_nothing_inside_one_node_with_one_expert_per_rank():
+    # Mixtral's 8 experts on EP 8: each rank holds one expert, so a token's 2 copies go to 2 ranks
     plain, deepep = _ep_estimate(8, None), _ep_estimate(8, DEEPEP)
     assert deepep.comm.ep.link == "nvlink"
     assert deepep.comm.ep.bytes == plain.comm.ep.bytes
     assert deepep.step_time == plain.step_time
+
+
+def test_deepep_sends_a_token_to_each_rank_once_over_nvlink():
+    # Qwen3-30B-A3B (128 experts, top-8) on EP 8 inside one node: 16 experts per rank, so a token's
+    # 8 copies reach 8 (1 - C(112, 8) / C(128, 8)) ranks on average; DeepEP sends one row to each
+    cluster = Cluster(gpu="H100-SXM-80GB", gpus=8)
+    model = Model.preset("qwen3-30b-a3b")
+    layout = Layout(framework="megatron", tp=1, ep=8, etp=1, pp=1, dp=8, zero_stage=1)
+    training = Training(seq_len=4096, global_batch_size=64)
+    plain = advisor.estimate(cluster, model, layout, training)
+    deepep = advisor.estimate(cluster, model, layout, training, DEEPEP)
+    ranks = 8 * (1 - comb(112, 8) / comb(128, 8))
+    assert node_dedup(128, 8, 8) == pytest.approx(ranks / 8)
+    assert deepep.comm.ep.link == plain.comm.ep.link == "nvlink"
+    assert deepep.comm.ep.bytes == pytest.approx(plain.comm.ep.bytes * ranks / 8, rel=1e-6)
+    assert deepep.step_time < plain.step_time
 
 
 def test_deepep_cuts_only_the_network_share_across_nodes():
@@ -95,8 +112,10 @@ def test_deepseek_v3_routes_to_at_most_four_nodes_under_deepep():
     training = Training(seq_len=4096, global_batch_size=8192)
     limited = advisor.estimate(cluster, model, layout, training, DEEPEP)
     uniform = advisor.estimate(cluster, model.model_copy(update={"router_group_topk": None}), layout, training, DEEPEP)
-    # EP 64 over 8 nodes: of a plain all-to-all's bytes 7/64 stay in the node, 56/64 cross; only those shrink
-    want = (7 + 56 * node_dedup(256, 8, 8, 8, 4)) / (7 + 56 * node_dedup(256, 8, 8))
+    # EP 64 over 8 nodes: of a plain all-to-all's bytes 7/64 stay in the node (sent once per
+    # destination rank, whatever the routing limit), 56/64 cross; only those shrink with the limit
+    r = node_dedup(256, 8, 64)
+    want = (7 * r + 56 * node_dedup(256, 8, 8, 8, 4)) / (7 * r + 56 * node_dedup(256, 8, 8))
     assert limited.comm.ep.bytes == pytest.approx(uniform.comm.ep.bytes * want, rel=1e-9)
     assert limited.comm.ep.seconds < uniform.comm.ep.seconds
     # the NCCL all-to-all sends every copy whatever the routing limit

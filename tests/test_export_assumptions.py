@@ -16,6 +16,7 @@ NOT_RUN_SETTINGS = {
     # kernels, hardware and the fabric: what a run achieves, not what it is told
     "compute_efficiency": "achieved share of the GEMM peak",
     "gemm_overhead": "per-GEMM launch cost",
+    "expert_gemm_overhead": "per-expert GEMM cost of the grouped expert GEMMs",
     "fp8_efficiency": "achieved share of the FP8 peak",
     "fp4_efficiency": "achieved share of the FP4 peak",
     "flash_attention_efficiency": "achieved share of the peak by the attention kernel (the backend is --attention-backend)",
@@ -25,6 +26,7 @@ NOT_RUN_SETTINGS = {
     "softmax_bytes_per_score": "bytes the unfused softmax moves",
     "optimizer_bytes_per_param": "bytes the Adam step moves",
     "nvlink_efficiency": "achieved NVLink bandwidth",
+    "ep_nvlink_efficiency": "achieved NVLink bandwidth of the MoE dispatch and combine",
     "network_efficiency": "achieved network bandwidth",
     "latency_nvlink": "collective latency",
     "latency_network": "collective latency",

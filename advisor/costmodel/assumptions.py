@@ -93,6 +93,32 @@ class Assumptions(BaseModel):
     those runs are 30-1300 GFLOP); it matters where GEMMs are small: MoE experts receiving few
     tokens each, tiny micro-batches or hidden sizes."""
 
+    expert_gemm_overhead: float = Field(2e-5, strict=True, ge=0, le=MAX_CALL_SECONDS)
+    """Seconds added, on top of `gemm_overhead`, to every GEMM call of a local routed expert (FC1
+    and FC2 of each of the experts / ep local experts, forward, data and weight gradient:
+    time._expert_gemm_calls). Transformer Engine's GroupedLinear, which Megatron-Core's
+    TEGroupedMLP (--moe-grouped-gemm) runs, does per-expert work that a dense layer's one GEMM does
+    not: on Blackwell it issues one cuBLAS GEMM per expert, round-robin over 4 streams
+    (NVIDIA/TransformerEngine@70f536662ae10a62a54f4ed1ba92e3314c5cfd69, tag v2.9,
+    transformer_engine/common/gemm/cublaslt_gemm.cu `multi_stream_cublas_gemm`; the CUTLASS grouped
+    GEMM of `nvte_multi_tensor_gemm` is Hopper-only and behind NVTE_USE_CUTLASS_GROUPED_GEMM), each
+    with its own launch and tail wave; it quantises each expert's slice separately except under
+    delayed scaling (pytorch/csrc/extensions/cast.cpp `multi_tensor_quantize_impl`: "only have fused
+    kernel for FP8 delayed scaling"; a current-scaling quantize is an amax, a scale and a cast kernel,
+    pytorch/csrc/quantizer.cpp), and loops over the experts in Python for the weight workspaces and
+    main-grad hooks (pytorch/module/grouped_linear.py). No microbenchmark of that overhead was found;
+    the value is the scan over every dev row (`python benchmarks/calibrate_2025.py --scan
+    expert_gemm_overhead=0,5e-6,1e-5,1.5e-5,2e-5,2.5e-5,3e-5,4e-5,5e-5`, with ep_nvlink_efficiency
+    0.55): 2025 mean |log| 0.176, 0.163, 0.151, 0.144, 0.140, 0.136, 0.135, 0.134, 0.138; within 15%
+    61% -> 74-79% from 1e-5; MoE within 20% 47% -> 74% at 2e-5 to 3e-5, 79% at 4e-5 to 5e-5; the
+    older file (dense) unchanged at 0.050. |log| is flat within 0.006 from 2e-5 to 5e-5 and the
+    lowest of the near-equals is kept: the larger values over-price the smallest experts (Qwen3-30B-A3B,
+    hidden 2048, expert FFN 768, on 8 B200 with CUDA graphs, which the cost model does not represent:
+    estimate/measured 0.85 at 2e-5, 0.73 at 3e-5). It is what makes few tokens per expert and many
+    local experts cost more than their FLOPs (EP 8 against EP 32-64 on the same model); a fixed cost
+    per call, not one that grows with the expert's size, is an assumption the 19 MoE rows cannot
+    test further."""
+
     fp8_efficiency: float = Field(0.55, strict=True, ge=MIN_EFFICIENCY, le=1)
     """Fraction of the dense FP8 peak that FP8 linear-layer GEMMs achieve (the attention core stays
     BF16). Calibrated on the NeMo 24.07 H100 FP8 rows (13 configurations, 5B-340B, median error
@@ -289,6 +315,26 @@ class Assumptions(BaseModel):
     (third-party nccl-tests validation guides, e.g. Saturn Cloud "Validating Multi-Node GPU Clusters
     with NCCL Tests"); calibrate_throughput.py's scan prefers 0.9 to 0.8 (was 0.8, an assumption)."""
 
+    ep_nvlink_efficiency: float = Field(0.55, strict=True, ge=MIN_EFFICIENCY, le=1)
+    """Share of the unidirectional NVLink bandwidth that the MoE token dispatch and combine reach
+    (EP all-to-all inside the NVLink domain, both dispatchers; `nvlink_efficiency` stays the bulk
+    collectives'). Measured, kernel microbenchmarks of NVIDIA's HybridEP and DeepEP at DeepSeek-V3's
+    shape (4096 tokens per rank, hidden 7168, top-8, BF16; deepseek-ai/DeepEP@41cad94449628adfb1cd1cadd82aeda83d4fbf0f
+    docs/README_Hybrid-EP.md, "Torch API" figures, received bytes per rank / time, the rank's own
+    share included): B200, 8 ranks, dispatch 536 (HybridEP) and 619-646 GB/s (DeepEP, 32-48 SMs),
+    combine 531 and 524-586 GB/s; GB200 NVL72, HybridEP with 32 SMs on 8 to 36 ranks, dispatch
+    545 -> 479 GB/s, combine 569 -> 448 GB/s. Counting only the bytes that leave the rank
+    ((n-1)/n of them, the convention of comm.alltoall) against 900 GB/s, that is 0.49-0.60 of NVLink,
+    0.55 the middle; the same kernels' "kernel only" times give 0.66-0.71, i.e. launch, layout and
+    synchronisation cost the rest. On Hopper DeepEP's own table (H800, EP 8 intranode: dispatch 153,
+    combine 158 GB/s, FP8 dispatch; its README, now docs/legacy.md, calls ~160 GB/s the NVLink
+    maximum) is about 0.67 of the H800's 200 GB/s unidirectional NVLink by the same count. No NCCL all-to-all figure on Blackwell was found; Megatron's all-to-all dispatcher is
+    assumed no faster than the kernels written to replace it, and `python benchmarks/calibrate_2025.py
+    --scan ep_nvlink_efficiency=0.8,0.7,0.6,0.55,0.5` improves monotonically from 0.8 to 0.5 over all
+    rows (2025 MoE mean |log| 0.308 -> 0.264 at 0.55, 0.251 at 0.5; the two setting pairs, which
+    isolate ep_a2a_overlap, 0.392 -> 0.407), so the measured 0.55 is kept rather than the scan's
+    edge. Was nvlink_efficiency (0.8)."""
+
     latency_nvlink: float = Field(1e-5, strict=True, ge=0, le=MAX_CALL_SECONDS)
     """Fixed cost per collective call inside the NVLink domain, seconds. Assumption (NCCL small-message
     latency on NVSwitch systems is ~10 us)."""
@@ -371,7 +417,9 @@ class Assumptions(BaseModel):
     remote node once and forward it to that node's experts over NVLink, so the network carries a
     token's distinct remote nodes, not its remote copies (comm.node_dedup: 0.45 of the copies for
     Qwen3-235B's top-8 of 128 experts on EP 32 over 4 nodes). Checked against the Model Zoo's
-    measured EP 32 run (benchmarks/calibrate_moe.py). Inside one node both are priced alike."""
+    measured EP 32 run (benchmarks/calibrate_moe.py). Over NVLink DeepEP sends a token to each
+    destination rank once (comm._deepep: 0.67 of the copies for 128 experts, top-8, on EP 8), the
+    all-to-all dispatcher every routed copy."""
 
     # ---------------------------------------------------------------- offload
     pcie_bandwidth: float = Field(25e9, strict=True, ge=MIN_BANDWIDTH, le=MAX_BANDWIDTH)

@@ -90,15 +90,17 @@ def p2p(c: Ctx, A, nbytes: float, network: bool, calls: float = 1.0):
     return nbytes / bw + calls * (A.latency_network if network else A.latency_nvlink)
 
 
-def alltoall(c: Ctx, A, nbytes: float, n: int, stride: int, calls: float = 1.0):
+def alltoall(c: Ctx, A, nbytes: float, n: int, stride: int, calls: float = 1.0, nvl_eff: float | None = None):
     """All-to-all where each rank holds nbytes spread evenly over n peers; NVLink and NIC paths run
-    concurrently, so the slower of the two bounds the time."""
+    concurrently, so the slower of the two bounds the time. `nvl_eff`: the share of NVLink bandwidth
+    reached (Assumptions.nvlink_efficiency unless given; the MoE exchange's is ep_nvlink_efficiency)."""
     if n <= 1 or nbytes <= 0:
         return 0.0, 0.0, False
     k = local_members(n, stride, c.domain)
     intra = nbytes * (k - 1) / n
     inter = nbytes * (n - k) / n
-    sec = max(intra / (c.nvlink_bw * A.nvlink_efficiency), inter / (c.net_bw * A.network_efficiency) if inter else 0.0)
+    eff = A.nvlink_efficiency if nvl_eff is None else nvl_eff
+    sec = max(intra / (c.nvlink_bw * eff), inter / (c.net_bw * A.network_efficiency) if inter else 0.0)
     net = inter > 0
     sec += calls * (A.latency_network if net else A.latency_nvlink)
     return intra + inter, sec, net
@@ -303,12 +305,14 @@ def ep_per_microbatch(c: Ctx, A, n_moe: int, plan: tuple | None = None):
 
 def ep_plan(c: Ctx, A) -> tuple:
     """The parts of ep_per_microbatch that are the same on every stage of one layout (ep > 1): one
-    all-to-all's (bytes, seconds, network) and all-to-alls per MoE layer."""
+    all-to-all's (bytes, seconds, network) and all-to-alls per MoE layer. Over NVLink the exchange
+    runs at Assumptions.ep_nvlink_efficiency (the measured dispatch / combine kernels), not at the
+    bulk collectives' nvlink_efficiency."""
     payload = 2.0 * c.s_loc * c.b * c.topk * c.h * c.etp / c.tp * A.moe_load_imbalance
     per_layer = 6.0 if c.recompute == "full" else 4.0
     if A.moe_token_dispatcher == "deepep":
         return (*_deepep(c, A, payload), per_layer)
-    return (*alltoall(c, A, payload, c.ep, c.etp), per_layer)
+    return (*alltoall(c, A, payload, c.ep, c.etp, nvl_eff=A.ep_nvlink_efficiency), per_layer)
 
 
 def node_dedup(experts: int, topk: int, nodes: int, groups: int = 1, group_topk: int | None = None) -> float:
@@ -336,18 +340,28 @@ def node_dedup(experts: int, topk: int, nodes: int, groups: int = 1, group_topk:
 def _deepep(c: Ctx, A, payload: float):
     """alltoall() for DeepEP's kernels (deepseek-ai/DeepEP README: internode dispatch/combine send a
     token over RDMA once per destination node and forward it to that node's experts over NVLink;
-    combine reduces on the remote node before sending back): the network part shrinks by node_dedup;
-    the NVLink part is the plain all-to-all's (NVLink is not the bound across nodes). Routing is taken
-    as uniform, limited to the model's router groups when it has them (DeepSeek-V3: 4 of 8 nodes;
+    combine reduces on the remote node before sending back): the network part shrinks by node_dedup.
+    Over NVLink a token goes to each destination rank once, however many of its experts that rank
+    holds, and is copied to them there (DeepEP `Buffer.get_dispatch_layout` returns
+    `num_tokens_per_rank` / `is_token_in_rank`, which the intranode dispatch sends; HybridEP's
+    dispatch returns one row per received token and the expert copies are made on the receiving
+    rank: deepseek-ai/DeepEP@5eb0722d205ecca498ae3e32fb14ba3c3aa00fb7 tests/test_hybrid_ep.py,
+    `copy_times = local_expert_routing_map.sum(dim=1)`), so the NVLink part carries the expected
+    distinct ranks of a token's top-k experts (node_dedup over the ep ranks: 0.66 of the copies for
+    128 experts, top-8, on EP 8; 0.92 on EP 32). Megatron's NCCL all-to-all dispatcher sends every
+    routed copy (token_dispatcher.py permutes by expert before the all_to_all). Routing is taken as
+    uniform, limited to the model's router groups when it has them (DeepSeek-V3: 4 of 8 nodes;
     node_dedup)."""
     n = c.ep
     k = local_members(n, c.etp, c.domain)
     nodes = -(-n // k)
+    # distinct destination ranks per routed copy (1 when a rank holds at most one expert)
+    per_rank = node_dedup(c.experts, c.topk, n) if c.experts >= n else 1.0
     if nodes <= 1:
-        return alltoall(c, A, payload, n, c.etp)
-    intra = payload * (k - 1) / n
+        return alltoall(c, A, payload * per_rank, n, c.etp, nvl_eff=A.ep_nvlink_efficiency)
+    intra = payload * per_rank * (k - 1) / n
     inter = payload * (n - k) / n * node_dedup(c.experts, c.topk, nodes, c.router_groups, c.router_group_topk)
-    sec = max(intra / (c.nvlink_bw * A.nvlink_efficiency), inter / (c.net_bw * A.network_efficiency))
+    sec = max(intra / (c.nvlink_bw * A.ep_nvlink_efficiency), inter / (c.net_bw * A.network_efficiency))
     return intra + inter, sec + A.latency_network, True
 
 

@@ -187,6 +187,18 @@ def _gemm_calls(c: Ctx, n_dense: int, n_moe: int, kinds=None) -> float:
     return calls
 
 
+def _expert_gemm_calls(c: Ctx, A, n_moe: int, lin_mul: float) -> float:
+    """Local-expert GEMM calls of one micro-batch over n_moe MoE layers on one rank, the count
+    `Assumptions.expert_gemm_overhead` is charged on: FC1 and FC2 of each of the experts / ep local
+    experts, in every pass that runs them (lin_mul: forward, data and weight gradient, 3; 4 with
+    full recompute; 2 for frozen LoRA bases), plus one forward more under selective "moe"
+    recompute (as _selective_extra's calls). The shared experts are one dense MLP, not counted."""
+    passes = lin_mul
+    if c.recompute == "selective" and "moe" in A.recompute_modules:
+        passes += 1.0
+    return n_moe * 2.0 * (c.experts / c.ep) * passes
+
+
 def _elementwise_bytes_per_layer(c: Ctx) -> tuple[float, float]:
     """Activation bytes per token that a dense and an MoE layer store on one rank, the measure of the
     element-wise kernels' (norms, bias/activation, dropout, residual adds, casts) HBM traffic:
@@ -444,6 +456,8 @@ def _stage_compute(c: Ctx, A, n_dense: int, n_moe: int, last: bool, plan: tuple 
         calls += n_dense * extra[2] + n_moe * extra[3]
     attn_f = attn * attn_mul * tokens
     lin_t = lin_f / rate + calls * A.gemm_overhead
+    if A.expert_gemm_overhead and c.experts > 1:
+        lin_t += _expert_gemm_calls(c, A, n_moe if kinds is None else kinds[3], lin_mul) * A.expert_gemm_overhead
     if last:
         lin_f += logits_flops
         lin_t += logits_t
