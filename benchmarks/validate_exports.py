@@ -78,8 +78,10 @@ def setup(work: Path, data: dict, mirrors: dict[str, str]) -> Path:
             if not clone.exists():
                 _run(["git", "clone", "--bare", "--filter=blob:none", f"https://github.com/{rel['repo']}.git", str(clone)])
             git_dir = str(clone)
-        top = "megatron" if rel["framework"] == "megatron" else "torchtitan"
-        archive = subprocess.run(["git", f"--git-dir={git_dir}", "archive", rel["commit"], top],
+        # Megatron-DeepSpeed's megatron/arguments.py imports tools.retro
+        tops = {"torchtitan": ["torchtitan"], "megatron-deepspeed": ["megatron", "tools"]}.get(rel["framework"],
+                                                                                            ["megatron"])
+        archive = subprocess.run(["git", f"--git-dir={git_dir}", "archive", rel["commit"], *tops],
                                  check=True, capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
     return py
@@ -274,8 +276,11 @@ if not hasattr(typing, "override"):
     import typing_extensions
     typing.override = typing_extensions.override
 kind = sys.argv[1]
-if kind == "megatron":
-    import megatron.training.arguments as A
+if kind in ("megatron", "megatron-deepspeed"):
+    if kind == "megatron":
+        import megatron.training.arguments as A
+    else:
+        import megatron.arguments as A       # Megatron-DeepSpeed keeps the pre-2024 layout
     seen = []
     real = argparse.ArgumentParser.parse_known_args
     def grab(self, *a, **k):
@@ -337,7 +342,7 @@ def snapshot(py: Path, work: Path, data: dict) -> None:
     deepspeed = {"name": "deepspeed", "framework": "deepspeed", "repo": "deepspeedai/DeepSpeed (PyPI)",
                  "commit": data["deepspeed"]["requirement"], "version": data["deepspeed"]["requirement"].split("==")[-1]}
     for rel in [*data["release"], deepspeed]:
-        kind = "megatron" if rel["framework"] == "megatron" else rel["name"]    # "deepspeed": the installed wheel
+        kind = rel["framework"] if rel["framework"].startswith("megatron") else rel["name"]    # "deepspeed": the wheel
         env = {**os.environ, "PYTHONPATH": str(work / "src" / rel["name"])}
         done = subprocess.run([str(py), "-c", SNAPSHOT_CHILD, kind], capture_output=True, text=True, env=env,
                               timeout=600, check=True)

@@ -131,3 +131,48 @@ def test_deepspeed_exports_use_real_keys():
         for section in ("offload_optimizer", "offload_param"):
             assert set(zero.get(section, {})) <= set(real[section]), (layout.id, section)
     assert n >= 3
+
+
+# ----------------------------------------------------------------------------- Megatron-DeepSpeed
+
+def test_megatron_deepspeed_pin_agrees_with_the_validation_run_and_the_snapshot():
+    releases = {r["name"]: r for r in SCENARIOS["release"]}
+    repo, commit = ex.MEGATRON_DEEPSPEED_PIN
+    assert releases["megatron-deepspeed"]["repo"] == repo == _snapshot("megatron-deepspeed")["repo"]
+    assert releases["megatron-deepspeed"]["commit"] == commit == _snapshot("megatron-deepspeed")["commit"]
+
+
+def test_megatron_deepspeed_declares_the_shared_flags_alike_and_the_respellings():
+    real = _snapshot("megatron-deepspeed")["flags"]
+    for flag in ex.MEGATRON_DEEPSPEED_SHARED:
+        spec = ex.MEGATRON_FLAGS[flag]
+        assert flag in real, f"{flag} is not an option of Megatron-DeepSpeed"
+        if spec.kind == "choice":
+            assert set(spec.choices) <= set(real[flag]["choices"]), (flag, real[flag])
+        if spec.kind in ("int", "float"):
+            assert real[flag].get("type") == spec.kind, (flag, real[flag])
+    for flag in ex.MEGATRON_DEEPSPEED_SPELLING:      # Megatron-LM's spelling, not usable there as written
+        assert flag not in real or set(ex.MEGATRON_FLAGS[flag].choices) - set(real[flag].get("choices", ())), flag
+    for replacement in ("--num-key-value-heads", "--use-rotary-position-embeddings",
+                        "--rotary-position-embeddings-theta", "--use-flash-attn-v2", "--ds-sequence-parallel-size"):
+        assert replacement in real
+    assert real["--normalization"]["choices"] == ["layernorm", "rmsnorm"]
+
+
+@pytest.mark.parametrize("model, gpus, layout", [
+    ("llama-2-7b", 16, dict(tp=2, pp=2, zero_stage=1, sp=True)),
+    ("llama-3-8b", 16, dict(tp=2, pp=1, zero_stage=1, sp=True)),
+    ("bloom-176b", 384, dict(tp=4, pp=12, zero_stage=1)),
+])
+def test_megatron_deepspeed_notes_name_every_flag_its_parser_would_not_take(model, gpus, layout):
+    real = _snapshot("megatron-deepspeed")["flags"]
+    cluster = Cluster(gpu="A100-80GB", gpus=gpus)
+    res = advisor.audit(cluster, model, Layout(framework="megatron+deepspeed", **layout), {"seq_len": 2048})
+    args = ex.megatron_args(res.layout, res.model, res.training, res.cluster, res.estimates.assumptions)
+    notes = " ".join(ex.megatron_notes(res.layout, res.model, res.training, res.cluster, res.estimates.assumptions))
+    for i, token in enumerate(args):
+        if not token.startswith("--"):
+            continue
+        value = args[i + 1] if i + 1 < len(args) and not args[i + 1].startswith("--") else None
+        usable = token in real and (value is None or "choices" not in real[token] or value in real[token]["choices"])
+        assert usable or token in notes, f"{token} {value} is neither taken by Megatron-DeepSpeed nor in the note"

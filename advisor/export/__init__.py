@@ -18,7 +18,8 @@ read from.
 
 from .hf import accelerate_config, peft_config
 from .deepspeed import DEEPSPEED_KEYS, NVME_PATH_PLACEHOLDER, deepspeed_config, deepspeed_notes
-from .megatron import (MEGATRON_ARGUMENTS_SOURCE, MEGATRON_FLAGS, MEGATRON_PINS, MegatronFlag, megatron_args,
+from .megatron import (MEGATRON_ARGUMENTS_SOURCE, MEGATRON_DEEPSPEED_PIN, MEGATRON_DEEPSPEED_SHARED,
+                       MEGATRON_DEEPSPEED_SPELLING, MEGATRON_FLAGS, MEGATRON_PINS, MegatronFlag, megatron_args,
                        megatron_command, megatron_notes)
 from .torchrun import torchrun_command
 from .torchtitan import (TORCHTITAN_KEYS, TORCHTITAN_MAIN_KEYS, TORCHTITAN_PINS, torchtitan_args, torchtitan_config,
@@ -34,6 +35,9 @@ __all__ = [
     "TORCHTITAN_KEYS",
     "NVME_PATH_PLACEHOLDER",
     "MEGATRON_PINS",
+    "MEGATRON_DEEPSPEED_PIN",
+    "MEGATRON_DEEPSPEED_SHARED",
+    "MEGATRON_DEEPSPEED_SPELLING",
     "megatron_args",
     "megatron_notes",
     "deepspeed_notes",
