@@ -122,7 +122,10 @@ def exports(data: dict) -> list[dict]:
                 targets.append((twin.layout, "torchtitan"))
         for lay, fw in targets:
             row = {**base, "layout": lay.id, "dp": lay.dp, "framework": lay.framework}
-            if fw in ("megatron", "megatron+deepspeed"):
+            if fw == "megatron+deepspeed":      # its own parser: microsoft/Megatron-DeepSpeed at the pin
+                jobs.append({**row, "check": "megatron-deepspeed", "env": {},
+                             "args": ex.megatron_args(lay, model, training, cluster, A)})
+            if fw == "megatron":
                 for version in ex.MEGATRON_PINS:
                     try:
                         args = ex.megatron_args(lay, model, training, cluster, A, version=version)
@@ -164,6 +167,14 @@ def done(ok, **kw):
     sys.exit(0)
 try:
     kind = job["check"]
+    if kind == "megatron-deepspeed":
+        os.environ.update({"WORLD_SIZE": str(job["gpus"]), "RANK": "0", "LOCAL_RANK": "0"})
+        import megatron.arguments as A
+        stage = "parse_args+validate_args"
+        sys.argv = ["pretrain_gpt.py", *job["args"]]
+        args = A.parse_args(ignore_unknown_args=False)
+        A.validate_args(args, {"tokenizer_type": "GPT2BPETokenizer"})
+        done(True, detail=f"dp={args.data_parallel_size}")
     if kind.startswith("megatron"):
         os.environ.update({"WORLD_SIZE": str(job["gpus"]), "RANK": "0", "LOCAL_RANK": "0", **job["env"]})
         import torch
@@ -249,6 +260,7 @@ def check(py: Path, work: Path, job: dict) -> dict:
     if "args" not in job and "config" not in job and "toml" not in job:
         return {"ok": None, "stage": "-", "error": job["result"]}
     tree = {"megatron-main": "megatron-main", "megatron-core_v0.16.1": "megatron-core_v0.16.1",
+            "megatron-deepspeed": "megatron-deepspeed",
             "torchtitan-main": "torchtitan-main", "torchtitan-v0.2.2": "torchtitan-v0.2.2"}.get(job["check"])
     env = {**os.environ, "PYTHONPATH": str(work / "src" / tree) if tree else "", "PYTHONWARNINGS": "ignore"}
     payload = json.dumps({**job, "user_flags": MEGATRON_USER_FLAGS})

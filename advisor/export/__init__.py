@@ -12,15 +12,15 @@ exporters only assert that contract for layouts that bypassed the audit; each ra
 
 Vocabulary is translated here and only here (research/aesthetics-anchors.md B7): tp, pp, dp, cp,
 ep, etp, vpp become Megatron's `*-model-parallel-size`, DeepSpeed's batch triple and torchtitan's
-`*_parallel_degree`. Each module names the source files (and commits) its flag or key table was
-read from.
+`*_parallel_degree`; megatron_deepspeed.py respells Megatron's flags for Megatron-DeepSpeed. Each module
+names the source files (and commits) its flag or key table was read from.
 """
 
 from .hf import accelerate_config, peft_config
 from .deepspeed import DEEPSPEED_KEYS, NVME_PATH_PLACEHOLDER, deepspeed_config, deepspeed_notes
-from .megatron import (MEGATRON_ARGUMENTS_SOURCE, MEGATRON_DEEPSPEED_PIN, MEGATRON_DEEPSPEED_SHARED,
-                       MEGATRON_DEEPSPEED_SPELLING, MEGATRON_FLAGS, MEGATRON_PINS, MegatronFlag, megatron_args,
+from .megatron import (MEGATRON_ARGUMENTS_SOURCE, MEGATRON_FLAGS, MEGATRON_PINS, MegatronFlag, megatron_args,
                        megatron_command, megatron_notes)
+from .megatron_deepspeed import MEGATRON_DEEPSPEED_PIN, MEGATRON_DEEPSPEED_SHARED, RESPELLED
 from .torchrun import torchrun_command
 from .torchtitan import (TORCHTITAN_KEYS, TORCHTITAN_MAIN_KEYS, TORCHTITAN_PINS, torchtitan_args, torchtitan_config,
                          torchtitan_notes, torchtitan_toml)
@@ -37,7 +37,7 @@ __all__ = [
     "MEGATRON_PINS",
     "MEGATRON_DEEPSPEED_PIN",
     "MEGATRON_DEEPSPEED_SHARED",
-    "MEGATRON_DEEPSPEED_SPELLING",
+    "RESPELLED",
     "megatron_args",
     "megatron_notes",
     "deepspeed_notes",

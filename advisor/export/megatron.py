@@ -31,11 +31,11 @@ from ..inputs.layout import Layout
 from ..inputs.specs import Cluster, Model, Training
 from ..errors import InputError
 from .batch import Batch, refused, resolved
+from .megatron_deepspeed import to_megatron_deepspeed, untranslated_note
 from .torchrun import torchrun_command
 
 __all__ = ["MegatronFlag", "MEGATRON_FLAGS", "MEGATRON_ARGUMENTS_SOURCE", "MEGATRON_PINS", "ASSUMPTIONS_IN_FLAGS",
-           "MEGATRON_DEEPSPEED_PIN", "MEGATRON_DEEPSPEED_SHARED", "MEGATRON_DEEPSPEED_SPELLING",
-           "megatron_args", "megatron_command", "megatron_notes", "megatron_deepspeed_differences"]
+           "megatron_args", "megatron_command", "megatron_notes"]
 
 MEGATRON_ARGUMENTS_SOURCE = (
     "NVIDIA/Megatron-LM megatron/training/arguments.py @ 000c4ac24f61159c138b0975def722c65245983c"
@@ -47,32 +47,6 @@ MEGATRON_PINS: dict[str, str] = {
 }
 """NVIDIA/Megatron-LM commits the exported flags are checked against (benchmarks/validate_exports.toml
 holds the same pins for the validation run)."""
-
-MEGATRON_DEEPSPEED_PIN = ("microsoft/Megatron-DeepSpeed", "f4157bea69f3df8c6cb66f2ebcda66ba03d1288e")
-"""The Megatron-DeepSpeed release the note of framework "megatron+deepspeed" is written against: its
-megatron/arguments.py (tests/data/frameworks/megatron-deepspeed.json is its parser's option list)."""
-
-# The flags of MEGATRON_FLAGS that Megatron-DeepSpeed's parser declares with the same meaning.
-MEGATRON_DEEPSPEED_SHARED = frozenset({
-    "--num-layers", "--hidden-size", "--ffn-hidden-size", "--num-attention-heads", "--kv-channels",
-    "--max-position-embeddings", "--swiglu", "--untie-embeddings-and-output-weights", "--seq-length",
-    "--micro-batch-size", "--global-batch-size", "--recompute-granularity", "--recompute-method",
-    "--recompute-num-layers", "--disable-bias-linear", "--sequence-parallel", "--fp16", "--bf16",
-    "--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--rotary-percent", "--attention-dropout",
-    "--hidden-dropout", "--optimizer",
-})
-# The ones it spells otherwise: Megatron-LM flag -> what to write for Megatron-DeepSpeed.
-MEGATRON_DEEPSPEED_SPELLING = {
-    "--normalization": "--normalization layernorm | rmsnorm (lower-case choices)",
-    "--group-query-attention": "nothing (--num-key-value-heads implies it)",
-    "--num-query-groups": "--num-key-value-heads",
-    "--position-embedding-type": "--use-rotary-position-embeddings for rope, nothing for learned_absolute "
-                                 "(ALiBi is BigScience's fork: --position-embedding-type alibi)",
-    "--rotary-base": "--rotary-position-embeddings-theta (an int)",
-    "--attention-backend": "--use-flash-attn-v2 for flash, nothing otherwise",
-    "--context-parallel-size": "nothing at 1 (it has no Megatron context parallelism; DeepSpeed-Ulysses is "
-                               "--ds-sequence-parallel-size)",
-}
 
 FlagKind = Literal["int", "float", "str", "str_list", "store_true", "store_false", "choice", "moe_freq"]
 
@@ -352,8 +326,17 @@ def megatron_args(layout: Layout, model: Model, training: Training, cluster: Clu
     --ckpt-format fsdp_dtensor`). Under framework "megatron+deepspeed" ZeRO and offload live in the
     DeepSpeed JSON and no ZeRO or offload flag is written. `version` is a MEGATRON_PINS release
     ("main" or "core_v0.16.1"); flags whose spelling differs follow it. Every flag is in
-    `MEGATRON_FLAGS`. A layout `advisor.audit` refuses raises InputError naming the rule.
+    `MEGATRON_FLAGS`. A layout `advisor.audit` refuses raises InputError naming the rule. Framework
+    "megatron+deepspeed" gets the same flags in Megatron-DeepSpeed's spelling (megatron_deepspeed.py; the
+    ones it has no equivalent of are kept, and megatron_notes names them).
     """
+    args = megatron_lm_args(layout, model, training, cluster, assumptions, version=version)
+    return to_megatron_deepspeed(args) if layout.framework == "megatron+deepspeed" else args
+
+
+def megatron_lm_args(layout: Layout, model: Model, training: Training, cluster: Cluster,
+                     assumptions: Assumptions | None = None, *, version: str = "main") -> list[str]:
+    """megatron_args in Megatron-LM's own spelling, whatever the layout's framework."""
     if version not in MEGATRON_PINS:
         raise InputError("--framework-version", version, f"one of {list(MEGATRON_PINS)} for Megatron-LM")
     A = assumptions or Assumptions()
@@ -381,23 +364,7 @@ def megatron_notes(layout: Layout, model: Model, training: Training, cluster: Cl
     if layout.framework == "megatron+deepspeed":
         notes.append("Megatron-DeepSpeed: pass the DeepSpeed JSON (--format deepspeed) with --deepspeed "
                      "--deepspeed_config; ZeRO and offload are set there")
-        notes += megatron_deepspeed_differences(megatron_args(layout, model, training, cluster, assumptions))
-    return notes
-
-
-def megatron_deepspeed_differences(args: list[str]) -> list[str]:
-    """What a Megatron-DeepSpeed user must change in these Megatron-LM (main) flags: the export writes
-    Megatron-LM's spelling, which Megatron-DeepSpeed (MEGATRON_DEEPSPEED_PIN) does not all parse."""
-    flags = [a for a in args if a.startswith("--")]
-    respell = [f"{f} -> {MEGATRON_DEEPSPEED_SPELLING[f]}" for f in flags if f in MEGATRON_DEEPSPEED_SPELLING]
-    missing = [f for f in flags if f not in MEGATRON_DEEPSPEED_SHARED and f not in MEGATRON_DEEPSPEED_SPELLING]
-    repo, commit = MEGATRON_DEEPSPEED_PIN
-    notes = []
-    if respell:
-        notes.append(f"these flags are Megatron-LM's; {repo}@{commit[:7]} spells them otherwise: " + "; ".join(respell))
-    if missing:
-        notes.append(f"{repo}@{commit[:7]} has no equivalent of " + ", ".join(missing)
-                     + ": run this layout on Megatron-LM (framework megatron), or drop the setting")
+        notes += untranslated_note(megatron_lm_args(layout, model, training, cluster, assumptions))
     return notes
 
 
