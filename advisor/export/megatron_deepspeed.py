@@ -105,5 +105,6 @@ def untranslated_note(args: list[str]) -> list[str]:
     if not missing:
         return []
     repo, commit = MEGATRON_DEEPSPEED_PIN
-    return [f"{repo}@{commit[:7]} has no equivalent of {', '.join(missing)}, kept as written so its parser "
-            "names them: run this layout on Megatron-LM (framework megatron), or drop the setting"]
+    note = (f"{repo}@{commit[:7]} has no equivalent of {', '.join(missing)}, kept as written so its parser "
+            "names them: run this layout on Megatron-LM (framework megatron), or drop the setting")
+    return [note]
