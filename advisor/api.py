@@ -49,8 +49,9 @@ def _checklist(decisions: Decisions, layout) -> tuple[list[ChecklistItem], list[
     items, dropped = [], []
     for rule_id, text, needs in decisions.checklist:
         if layout is not None and needs and all(getattr(layout, d) == 1 for d in needs):
-            dropped.append((rule_id, f"checklist item {rule_id} left out: it applies to layouts with {' or '.join(needs)} "
-                                     f"> 1, and the chosen layout has {' = '.join(needs)} = 1"))
+            why = (f"checklist item {rule_id} left out: it applies to layouts with {' or '.join(needs)} > 1, "
+                   f"and the chosen layout has {' = '.join(needs)} = 1")
+            dropped.append((rule_id, why))
         else:
             items.append(ChecklistItem(rule_id=rule_id, text=text))
     return items, dropped
