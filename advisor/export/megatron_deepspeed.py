@@ -10,8 +10,8 @@ written, so that the parser names it rather than the run silently differing, and
 
 from __future__ import annotations
 
-__all__ = ["MEGATRON_DEEPSPEED_PIN", "MEGATRON_DEEPSPEED_SHARED", "RESPELLED", "to_megatron_deepspeed",
-           "untranslated", "untranslated_note"]
+__all__ = ["BY_VALUE", "MEGATRON_DEEPSPEED_PIN", "MEGATRON_DEEPSPEED_SHARED", "RENAMED", "RESPELLED",
+           "to_megatron_deepspeed", "untranslated", "untranslated_note"]
 
 MEGATRON_DEEPSPEED_PIN = ("microsoft/Megatron-DeepSpeed", "f4157bea69f3df8c6cb66f2ebcda66ba03d1288e")
 """The Megatron-DeepSpeed release the flags are written for (2024-12-24)."""
@@ -26,24 +26,24 @@ MEGATRON_DEEPSPEED_SHARED = frozenset({
     "--hidden-dropout", "--optimizer",
 })
 
-# Megatron-LM flag -> (its value -> Megatron-DeepSpeed's flag and value; None: leave it out, the default).
-# A value not listed has no equivalent.
-_NORM = {"LayerNorm": ("--normalization", "layernorm"), "RMSNorm": ("--normalization", "rmsnorm")}
-_POSITIONS = {"rope": ("--use-rotary-position-embeddings",), "learned_absolute": None,
-              "none": ("--no-position-embedding",)}
-_BACKENDS = {"flash": ("--use-flash-attn-v2",), "fused": None, "unfused": None, "auto": None, "local": None}
-RESPELLED = {
-    "--normalization": "lower-case choices: --normalization layernorm | rmsnorm",
-    "--group-query-attention": "implied by --num-key-value-heads",
-    "--num-query-groups": "--num-key-value-heads",
-    "--position-embedding-type": "--use-rotary-position-embeddings (rope), the default (learned_absolute), "
-                                 "--no-position-embedding (none); ALiBi is only in BigScience's fork",
-    "--rotary-base": "--rotary-position-embeddings-theta",
-    "--attention-backend": "--use-flash-attn-v2 (flash), the default otherwise",
-    "--context-parallel-size": "left out at 1: it has no Megatron context parallelism "
-                               "(DeepSpeed-Ulysses is --ds-sequence-parallel-size)",
-    "--recompute-modules": "left out for core_attn, what its --recompute-granularity selective recomputes",
+# Megatron-LM flags it spells otherwise, renamed with their values as they are
+RENAMED = {"--num-query-groups": "--num-key-value-heads", "--rotary-base": "--rotary-position-embeddings-theta"}
+# Megatron-LM flag -> its value -> Megatron-DeepSpeed's tokens (None: leave it out, the default there); a
+# value not listed has no equivalent. "--recompute-modules core_attn" is what its selective recompute does;
+# "--context-parallel-size 1": it has no Megatron CP (DeepSpeed-Ulysses is --ds-sequence-parallel-size);
+# ALiBi is only in BigScience's fork.
+BY_VALUE: dict[str, dict[str | None, tuple[str, ...] | None]] = {
+    "--normalization": {"LayerNorm": ("--normalization", "layernorm"), "RMSNorm": ("--normalization", "rmsnorm")},
+    "--group-query-attention": {None: None},                       # implied by --num-key-value-heads
+    "--position-embedding-type": {"rope": ("--use-rotary-position-embeddings",), "learned_absolute": None,
+                                  "none": ("--no-position-embedding",)},
+    "--attention-backend": {"flash": ("--use-flash-attn-v2",), "fused": None, "unfused": None, "auto": None,
+                            "local": None},
+    "--context-parallel-size": {"1": None},
+    "--recompute-modules": {"core_attn": None},
 }
+RESPELLED = frozenset(RENAMED) | frozenset(BY_VALUE)
+"""The Megatron-LM flags written otherwise (or left out) for Megatron-DeepSpeed."""
 
 
 def _groups(args: list[str]) -> list[tuple[str, list[str]]]:
@@ -60,26 +60,12 @@ def _groups(args: list[str]) -> list[tuple[str, list[str]]]:
 def _respell(flag: str, values: list[str]) -> tuple[str, ...] | None | bool:
     """Megatron-DeepSpeed's tokens for one Megatron-LM flag: a tuple, None (leave it out) or False (no
     equivalent)."""
-    value = values[0] if values else None
     if flag in MEGATRON_DEEPSPEED_SHARED:
         return (flag, *values)
-    if flag == "--normalization":
-        return _NORM.get(value, False)
-    if flag == "--group-query-attention":
-        return None
-    if flag == "--num-query-groups":
-        return ("--num-key-value-heads", *values)
-    if flag == "--position-embedding-type":
-        return _POSITIONS.get(value, False)
-    if flag == "--rotary-base":
-        return ("--rotary-position-embeddings-theta", *values)
-    if flag == "--attention-backend":
-        return _BACKENDS.get(value, False)
-    if flag == "--context-parallel-size":
-        return None if value == "1" else False
-    if flag == "--recompute-modules":
-        return None if values == ["core_attn"] else False
-    return False
+    if flag in RENAMED:
+        return (RENAMED[flag], *values)
+    value = " ".join(values) if values else None
+    return BY_VALUE.get(flag, {}).get(value, False)
 
 
 def to_megatron_deepspeed(args: list[str]) -> list[str]:
