@@ -141,6 +141,14 @@ def test_dispatcher_router_and_rope_of_the_estimated_model():
     assert "--moe-" not in _args() and "--use-rope-scaling" not in _args()
 
 
+@pytest.mark.parametrize("version", ["main", "core_v0.16.1"])
+def test_moe_exports_run_the_grouped_expert_path_the_estimate_prices(version):
+    # Megatron-Core's default is SequentialMLP, a loop over the local experts; the estimate prices TE's
+    # grouped GEMMs (Assumptions.expert_gemm_overhead)
+    assert "--moe-grouped-gemm" in " ".join(ex.megatron_args(MIX, MIXTRAL, TRAIN, CLUSTER, version=version))
+    assert "--moe-grouped-gemm" not in _args()
+
+
 def test_megatron_fsdp_writes_the_distributed_optimizer():
     assert "--use-megatron-fsdp --use-distributed-optimizer" in _args(layout=TP8.model_copy(update={"zero_stage": 3}))
 

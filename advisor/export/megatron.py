@@ -208,6 +208,12 @@ MEGATRON_FLAGS: dict[str, MegatronFlag] = dict([
     _f("--moe-router-num-groups", "int", f"{_MOE}, {_W(176)}",
        note="group-limited routing; node-limited when the groups are the EP group's nodes (DeepSeek-V3)"),
     _f("--moe-router-group-topk", "int", f"{_MOE}, {_W(176)}"),
+    _f("--moe-grouped-gemm", "store_true", _pinned(f"{_TC} L850", f"{_TC} L649", "3134"),
+       note="TEGroupedMLP, whose per-expert GEMMs the estimate prices (Assumptions.expert_gemm_overhead); "
+            "without it Megatron runs SequentialMLP, a Python loop over the local experts"),
+    _f("--moe-permute-fusion", "store_true", _pinned(f"{_TC} L941", f"{_TC} L708", "3209"), emitted=False,
+       note="TransformerConfig.__post_init__ raises unless Transformer Engine >= 2.1 is importable; not written, "
+            "since the export cannot know the TE version (the Megatron-Bridge performance configs set it)"),
     # _add_mla_args
     _f("--q-lora-rank", "int", f"{_MLA}, {_W(192)}"),
     _f("--kv-lora-rank", "int", f"{_MLA}, {_W(192)}"),
@@ -516,6 +522,10 @@ def _moe(out: _Args, layout: Layout, model: Model, A: Assumptions) -> None:
     if model.router_topk_scale is not None:
         out.add("--moe-router-topk-scaling-factor", model.router_topk_scale)
     _dispatcher(out, layout, A)
+    # the expert path the estimate prices: TE's grouped expert GEMMs (TEGroupedMLP), off by default in
+    # Megatron-Core (TransformerConfig.moe_grouped_gemm) and on in every Megatron-Bridge performance
+    # config (scripts/performance) and the MoE README's compute optimizations
+    out.add("--moe-grouped-gemm")
     if model.router_groups > 1:
         out.add("--moe-router-num-groups", model.router_groups)
         if model.router_group_topk is not None:
