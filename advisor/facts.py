@@ -170,6 +170,7 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("check.seq_mod_2cp", int, "seq_len % (2 * cp)"),
     ("check.seq_mod_tp_2cp", int, "seq_len % (tp * 2 * cp) (torchtitan)"),
     ("check.experts_mod_ep", int, "experts % ep"),
+    ("check.local_experts", int, "experts // ep: the routed experts each EP rank holds, one GEMM launch each"),
     ("check.world_mod_expert_grid", int, "cluster.gpus % (etp * ep * pp) (Megatron expert grid)"),
     ("check.dp_cp_tp_mod_ep", int, "(dp * cp * tp) % ep with the whole dp; no built-in rule reads it since "
      "torchtitan.ep-borrows-fsdp-and-tp v2, which counts FSDP ranks only (check.dp_shard_cp_tp_mod_ep)"),
@@ -377,6 +378,7 @@ def build_layout_facts(cluster: Cluster, model: Model, training: Training, layou
         "seq_mod_2cp": seq % (2 * cp),
         "seq_mod_tp_2cp": seq % (tp * 2 * cp),
         "experts_mod_ep": model.experts % ep,
+        "local_experts": model.experts // ep,
         "world_mod_expert_grid": cluster.gpus % (etp * ep * pp),
         "dp_cp_tp_mod_ep": (dp * cp * tp) % ep,
         "etp_equals_tp": etp == tp,
