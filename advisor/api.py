@@ -65,6 +65,14 @@ def recommend_with_ranking(cluster: Any, model: Any, training: Any = None, *, ru
     return _recommend(cluster, model, training, rules, engine, assumptions, keep_ranking=True)
 
 
+def situation_decisions(book, facts: dict, engine: str | None, first_seq: int = 1):
+    """The situation rules' verdict on `facts`: (Decisions, their trace events numbered from `first_seq`,
+    the fired rules, the engine's name). The planner searches what the Decisions allow."""
+    fired, engine_name = evaluate_rules(book, facts, engine)
+    decisions = Decisions()
+    return decisions, fired_events(book, fired, facts, decisions, first_seq), fired, engine_name
+
+
 def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path, ...], engine: str | None,
                assumptions: Any, keep_ranking: bool):
     rules, engine = call_options(rules, engine)
@@ -77,11 +85,9 @@ def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path,
                  + ", ".join(f"{k}={v!r}" for k, v in changed.items())]
     book = rulebook_for(rules)
     facts = build_facts(cluster, model, training)
-    fired, engine_name = evaluate_rules(book, facts, engine)
-
     events = [TraceEvent(seq=i, op="input", message=note) for i, note in enumerate(notes, 1)]
-    decisions = Decisions()
-    events += fired_events(book, fired, facts, decisions, len(events) + 1)
+    decisions, fired_trace, fired, engine_name = situation_decisions(book, facts, engine, len(events) + 1)
+    events += fired_trace
 
     def legality_errors(layout, est):
         # Candidate screening runs the same compiled audit rules on the pure-Python evaluator: the

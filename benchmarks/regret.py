@@ -31,14 +31,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from advisor.facts import build_facts
-from advisor.results.trace import fired_events
-from advisor.rulebook.session import evaluate_rules, rulebook_for
+from advisor.api import situation_decisions
+from advisor.inputs.specs import resolve_training
+from advisor.rulebook.session import rulebook_for
 from advisor.costmodel import Assumptions
 from advisor.inputs.precision import recipe
 from advisor.planner.candidates import Candidate
 from advisor.planner.ranking import MAX_MEMORY_UTILIZATION, Ties, ordered
 from advisor.planner.space import Policy
-from advisor.rulebook.actions import Decisions
 from benchmarks.calibrate_2025 import PERF_2025, rows_2025, rows_layouts, unique
 from benchmarks.published import default_path, layout_label
 
@@ -68,12 +68,9 @@ def advisors_pick(g: list[dict]) -> int:
     """Index of the group's layout the planner would rank first among them (its near-tie rules for the
     situation of the group's first record: same cluster, model, sequence, stated stack)."""
     rec = g[0]["rec"]
-    book = rulebook_for(())
-    facts = build_facts(rec.cluster, rec.model, rec.training)
-    fired, _ = evaluate_rules(book, facts, None)
-    decisions = Decisions()
-    fired_events(book, fired, facts, decisions, 1)
-    ties = Ties.of(Policy.of(decisions).tie_order, rec.model.layers, min(rec.cluster.nvlink_domain, rec.cluster.gpus))
+    training, _ = resolve_training(rec.model, rec.training)
+    decisions, *_ = situation_decisions(rulebook_for(()), build_facts(rec.cluster, rec.model, training), None)
+    ties = Ties.for_job(Policy.of(decisions).tie_order, rec.model, rec.cluster)
     cands = []
     for r in g:
         mem = r["est"].memory

@@ -130,6 +130,11 @@ class Ties(NamedTuple):
     def of(cls, order: str, layers: int, domain: int) -> Ties:
         return cls(order, layers, domain, TIE_KEYS[order])
 
+    @classmethod
+    def for_job(cls, order: str, model, cluster) -> Ties:
+        """The ties of `order` for this model on this cluster (the NVLink domain the job can use)."""
+        return cls.of(order, model.layers, min(cluster.nvlink_domain, cluster.gpus))
+
 
 def tie_break(cand: Candidate, ties: Ties) -> tuple:
     """The candidate's tie key (cached on it), by the criteria of `ties.order`."""

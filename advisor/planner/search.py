@@ -116,7 +116,7 @@ class Search:
         # the ZeRO stages to try, by pp > 1 (all that stages() reads of pp), worked out once per search
         self.zero_stages = {pipelined: stages(policy.zero_stages, framework, 2 if pipelined else 1)
                             for pipelined in (False, True)}
-        self.ties = Ties.of(policy.tie_order, model.layers, min(cluster.nvlink_domain, cluster.gpus))
+        self.ties = Ties.for_job(policy.tie_order, model, cluster)
         self.found: list[Candidate] = []
         self.closest: Closest | None = None
         self.n_logged = 0                    # memory rejections written by this search (capped)
