@@ -62,21 +62,40 @@ def test_deepep_sends_a_token_to_each_rank_once_over_nvlink():
     assert deepep.step_time < plain.step_time
 
 
-def test_deepep_cuts_only_the_network_share_across_nodes():
+def test_deepep_across_nodes_dedups_the_network_share_and_forwards_it_over_nvlink():
     # Mixtral EP16 = 2 nodes of 8: half of a plain all-to-all's copies leave the node; with top-2
     # over 8 experts (4 per node) DeepEP sends a token to the other node once however many of its
-    # experts live there.
+    # experts live there, and the receiving node's forwarder passes it on over NVLink to the 7
+    # ranks there other than itself (csrc/kernels/internode.cu, kRDMAAndNVLForwarder).
     plain, deepep = _ep_estimate(16, None), _ep_estimate(16, DEEPEP)
     assert plain.comm.ep.link == deepep.comm.ep.link == "network"
     f = node_dedup(8, 2, 2)
     assert f == pytest.approx(2 * (1 - comb(4, 2) / comb(8, 2)) / 2)
-    # bytes = intra + inter: the intra-node part (7/16 of the payload) is unchanged
-    payload_share_intra, payload_share_inter = 7 / 16, 8 / 16
-    plain_bytes = plain.comm.ep.bytes
-    expected = plain_bytes * (payload_share_intra + payload_share_inter * f) / (payload_share_intra + payload_share_inter)
+    # plain bytes = intra (7/16 of the payload) + inter (8/16); DeepEP adds the forwarded 8/16 x 7/8
+    intra, inter, forwarded = 7 / 16, 8 / 16, 8 / 16 * 7 / 8
+    expected = plain.comm.ep.bytes * (intra + forwarded + inter * f) / (intra + inter)
     assert deepep.comm.ep.bytes == pytest.approx(expected, rel=1e-9)
+    # on H100 the network leg is the slower one, and it shrank
     assert deepep.comm.ep.seconds < plain.comm.ep.seconds
     assert deepep.step_time < plain.step_time
+
+
+def test_deepep_over_two_nvlink_domains_is_no_faster_than_over_one():
+    # DeepSeek-V3 on 256 GB300 (NVL72): EP 128 spans two NVLink domains. What crosses to the other
+    # domain is forwarded there over NVLink, so the NVLink leg carries as much as EP 64 inside one
+    # domain does, and the network leg comes on top: the exchange cannot get faster by leaving it.
+    cluster = Cluster(gpu="GB300", gpus=256)
+    model = Model.preset("deepseek-v3")
+    training = Training(seq_len=4096, global_batch_size=4096)
+    A = Assumptions(moe_token_dispatcher="deepep")
+
+    def ep_seconds(ep):
+        layout = Layout(framework="megatron", tp=1, ep=ep, etp=1, pp=1, dp=256, zero_stage=1)
+        return advisor.estimate(cluster, model, layout, training, A).comm.ep
+
+    inside, across = ep_seconds(64), ep_seconds(128)
+    assert (inside.link, across.link) == ("nvlink", "network")
+    assert across.seconds >= inside.seconds * 0.95   # (a rank holds 2 experts, not 4: slightly fewer rows)
 
 
 def test_default_is_nccl_all_to_all():
@@ -112,10 +131,12 @@ def test_deepseek_v3_routes_to_at_most_four_nodes_under_deepep():
     training = Training(seq_len=4096, global_batch_size=8192)
     limited = advisor.estimate(cluster, model, layout, training, DEEPEP)
     uniform = advisor.estimate(cluster, model.model_copy(update={"router_group_topk": None}), layout, training, DEEPEP)
-    # EP 64 over 8 nodes: of a plain all-to-all's bytes 7/64 stay in the node (sent once per
-    # destination rank, whatever the routing limit), 56/64 cross; only those shrink with the limit
+    # EP 64 over 8 nodes: of a plain all-to-all's bytes 7/64 stay in the node and 56/64 x 7/8 are
+    # forwarded over NVLink on arrival (both sent once per destination rank, whatever the routing
+    # limit); 56/64 cross the network, and only those shrink with the limit
     r = node_dedup(256, 8, 64)
-    want = (7 * r + 56 * node_dedup(256, 8, 8, 8, 4)) / (7 * r + 56 * node_dedup(256, 8, 8))
+    nvlink = 7 * r + 56 * 7 / 8 * r
+    want = (nvlink + 56 * node_dedup(256, 8, 8, 8, 4)) / (nvlink + 56 * node_dedup(256, 8, 8))
     assert limited.comm.ep.bytes == pytest.approx(uniform.comm.ep.bytes * want, rel=1e-9)
     assert limited.comm.ep.seconds < uniform.comm.ep.seconds
     # the NCCL all-to-all sends every copy whatever the routing limit

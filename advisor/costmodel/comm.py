@@ -351,7 +351,14 @@ def _deepep(c: Ctx, A, payload: float):
     128 experts, top-8, on EP 8; 0.92 on EP 32). Megatron's NCCL all-to-all dispatcher sends every
     routed copy (token_dispatcher.py permutes by expert before the all_to_all). Routing is taken as
     uniform, limited to the model's router groups when it has them (DeepSeek-V3: 4 of 8 nodes;
-    node_dedup)."""
+    node_dedup).
+    Across domains the NVLink leg also carries what arrives over the network: the receiving node's
+    forwarder warps copy each token on to the ranks there that hold its experts (dispatch's
+    kRDMAAndNVLForwarder, combine's kNVLAndRDMAForwarder in the reverse direction:
+    deepseek-ai/DeepEP@b805c0e15e0d697c06d5db05fabcac2f0edb6e30 csrc/kernels/internode.cu), all but
+    the share bound for the forwarding rank itself (1/k). The two legs run concurrently, so the
+    slower sets the time. Spreading EP over two NVLink domains therefore halves no NVLink traffic;
+    it adds the network leg."""
     n = c.ep
     k = local_members(n, c.etp, c.domain)
     nodes = -(-n // k)
@@ -359,10 +366,11 @@ def _deepep(c: Ctx, A, payload: float):
     per_rank = node_dedup(c.experts, c.topk, n) if c.experts >= n else 1.0
     if nodes <= 1:
         return alltoall(c, A, payload * per_rank, n, c.etp, nvl_eff=A.ep_nvlink_efficiency)
-    intra = payload * per_rank * (k - 1) / n
+    intra = payload * per_rank * (k - 1) / n                    # to ranks of this domain, sent directly
+    forwarded = payload * per_rank * (n - k) / n * (k - 1) / k  # to other domains: forwarded on arrival
     inter = payload * (n - k) / n * node_dedup(c.experts, c.topk, nodes, c.router_groups, c.router_group_topk)
-    sec = max(intra / (c.nvlink_bw * A.ep_nvlink_efficiency), inter / (c.net_bw * A.network_efficiency))
-    return intra + inter, sec + A.latency_network, True
+    sec = max((intra + forwarded) / (c.nvlink_bw * A.ep_nvlink_efficiency), inter / (c.net_bw * A.network_efficiency))
+    return intra + forwarded + inter, sec + A.latency_network, True
 
 
 def pp_per_microbatch(c: Ctx, A, window: float = 0.0):
