@@ -117,9 +117,16 @@ def other_family(cluster: Cluster, model: Model, training: Training, policy: Pol
                 assumptions)
         return
     else:
-        result.alternatives.append(Alternative(layout, est, (
-            f"family {family} ({framework}): est. step {est.step_time:.2f} s ({est.step_time / ours - 1:+.0%}); "
-            f"rule {rule} prefers {strategy} for this cluster and model"), family))
+        preferred = f"rule {rule} prefers {strategy} for this cluster and model"
+        listed = next((i for i, a in enumerate(result.alternatives) if a.layout == layout), None)
+        if listed is None:
+            result.alternatives.append(Alternative(layout, est, (
+                f"family {family} ({framework}): est. step {est.step_time:.2f} s ({est.step_time / ours - 1:+.0%}); "
+                f"{preferred}"), family))
+        else:     # the chosen family's search listed it already (e.g. Megatron-FSDP at tp = pp = 1): once
+            a = result.alternatives[listed]
+            result.alternatives[listed] = Alternative(a.layout, a.estimate, (
+                f"{a.reason}; also the best of family {family} ({framework}): {preferred}"), family, a.kind)
     # and the best of each kind of layout this family has that the answer does not show yet (search.KINDS)
     for cand in search.best_of_missing_kinds([result.layout, *(a.layout for a in result.alternatives)]):
         est = cand.estimate
@@ -148,7 +155,8 @@ def move_to(cluster: Cluster, model: Model, training: Training, policy: Policy, 
         f"family {strategy} ({result.framework}): est. step {ours:.2f} s ({ours / est.step_time - 1:+.0%}); "
         f"rule {rule} prefers it, but the estimate puts it beyond the {NEAR_TIE:.0%} band"), strategy)
     result.layout, result.estimate, result.framework = layout, est, framework
-    result.alternatives = moved.alternatives + [kept]
+    # (the moved-to search may list the layout set aside too: it is listed once, as the one set aside)
+    result.alternatives = [a for a in moved.alternatives if a.layout != kept.layout] + [kept]
     if keep_ranking:                     # the chosen family leads
         theirs = {id(layout) for layout, _ in side.ranking}
         result.ranking = merge_rankings(side.ranking, [c for c in result.ranking if id(c[0]) not in theirs])
