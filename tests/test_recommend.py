@@ -470,6 +470,9 @@ def test_planner_rejections_keep_their_rule_and_numbers_in_the_trace():
     ("B200", 8, "qwen3-30b-a3b", dict(seq_len=4096, global_batch_size=512, framework="megatron-bridge")),
     ("GB200", 64, "llama-3-70b", dict(seq_len=8192, global_batch_size=128, framework="megatron-bridge")),
     ("H100-SXM-80GB", 64, "llama-3-70b", dict(seq_len=8192, global_batch_size=512)),
+    # the choice and its runner-ups mix TP with ZeRO-3: the distributed optimizer's TP x PP must still show
+    ("GB300", 128, "llama-3.1-405b", dict(seq_len=8192, global_batch_size=64, framework="megatron-bridge",
+                                          precision="fp8-cs")),
 ])
 def test_alternatives_show_the_best_of_every_kind_that_fits(gpu, gpus, model, training):
     """Issue 17 item 4: the answer shows sharded data parallelism, TP x PP and (MoE) expert parallelism
@@ -486,3 +489,32 @@ def test_alternatives_show_the_best_of_every_kind_that_fits(gpu, gpus, model, tr
     for alt in rec.alternatives:
         if alt.kind:
             assert alt.reason.startswith(f"best {alt.kind} layout")
+
+
+@pytest.mark.parametrize("gpu, gpus, model, training", [
+    ("GB300", 128, "llama-3.1-405b", dict(seq_len=8192, global_batch_size=64, framework="megatron-bridge")),
+    ("GB200", 256, "llama-3.1-405b", dict(seq_len=8192, global_batch_size=64, framework="megatron-bridge")),
+    ("H100-SXM-80GB", 64, "llama-3-70b", dict(seq_len=8192, global_batch_size=128, framework="megatron-bridge")),
+    ("A100-80GB", 8, "llama-2-7b", dict(seq_len=4096, global_batch_size=64)),
+])
+def test_each_layout_is_listed_once(gpu, gpus, model, training):
+    """The other family's best may be a layout the chosen family's search listed already (Megatron-FSDP
+    at tp = pp = 1 is both): it is listed once, its reason saying both, and never as the choice."""
+    rec = advisor.recommend(Cluster(gpu=gpu, gpus=gpus), model, Training(**training))
+    shown = [rec.layout, *(a.layout for a in rec.alternatives)]
+    assert len({lay.id for lay in shown}) == len(shown), [lay.id for lay in shown]
+    for alt in rec.alternatives:
+        if alt.family and "also the best of family" in alt.reason:
+            assert alt.kind and alt.reason.startswith(f"best {alt.kind} layout")
+
+
+def test_a_choice_that_mixes_tp_with_zero3_still_shows_tp_pp_with_the_distributed_optimizer():
+    """Llama 3.1 405B on 128 GB300: the choice and its runner-ups are Megatron-FSDP with TP; Megatron-
+    Bridge's own GB300 config is TP 2 x PP 8 with the distributed optimizer. The answer shows the best
+    layout of that family, so a reader can compare."""
+    rec = advisor.recommend(Cluster(gpu="GB300", gpus=128), "llama-3.1-405b",
+                            Training(seq_len=8192, global_batch_size=64, framework="megatron-bridge"))
+    assert rec.layout.zero_stage == 3 and rec.layout.tp > 1
+    classic = [a for a in rec.alternatives if a.kind == "TP x PP (ZeRO <= 2)"]
+    assert len(classic) == 1
+    assert classic[0].layout.zero_stage <= 2 and classic[0].layout.tp * classic[0].layout.pp > 1

@@ -40,24 +40,30 @@ MAX_ALTERNATIVES = 4
 
 class Kind(NamedTuple):
     """A kind of layout the alternatives always show when one fits (issue 17 item 4): its `name` in
-    the alternative's reason, whether it concerns the model (`moe_only`), and the test on (tp, pp, ep)."""
+    the alternative's reason, whether it concerns the model (`moe_only`), the test on (tp, pp, ep),
+    and the highest ZeRO stage it has (None: any)."""
     name: str
     moe_only: bool
     test: Callable[[int, int, int], bool]
+    zero_max: int | None = None
 
     def applies(self, model: Model) -> bool:
         return model.is_moe or not self.moe_only
 
     def holds(self, layout: Layout) -> bool:
-        return self.test(layout.tp, layout.pp, layout.ep)
+        return self.test(layout.tp, layout.pp, layout.ep) and (self.zero_max is None or layout.zero_stage <= self.zero_max)
 
-    def holds_shape(self, b: tuple) -> bool:       # b: a base_of(shape), (tp, pp, cp, ep, ...)
+    def holds_shape(self, b: tuple) -> bool:       # b: a base_of(shape), (tp, pp, cp, ep, ...); any ZeRO stage
         return self.test(b[0], b[1], b[3])
 
 
+# The families a reader compares (issue 17 item 4): fully sharded data parallelism alone (ZeRO-3 /
+# FSDP / Megatron-FSDP at tp = pp = 1); TP x PP with the states at most optimizer- and gradient-sharded
+# (Megatron-LM's distributed optimizer, ZeRO-1/2), the layout Megatron's own recipes ran before
+# Megatron-FSDP, so that a choice that mixes TP with ZeRO-3 does not hide it; expert parallelism.
 KINDS = (
     Kind("sharded data-parallel (tp = pp = 1)", False, lambda tp, pp, ep: tp * pp == 1),
-    Kind("TP x PP", False, lambda tp, pp, ep: tp * pp > 1),
+    Kind("TP x PP (ZeRO <= 2)", False, lambda tp, pp, ep: tp * pp > 1, zero_max=2),
     Kind("expert-parallel", True, lambda tp, pp, ep: ep > 1),
 )
 MAX_REJECT_EVENTS = 10          # rejections written to the trace one by one; the rest are counted
