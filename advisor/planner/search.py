@@ -51,7 +51,8 @@ class Kind(NamedTuple):
         return model.is_moe or not self.moe_only
 
     def holds(self, layout: Layout) -> bool:
-        return self.test(layout.tp, layout.pp, layout.ep) and (self.zero_max is None or layout.zero_stage <= self.zero_max)
+        zero_ok = self.zero_max is None or layout.zero_stage <= self.zero_max
+        return zero_ok and self.test(layout.tp, layout.pp, layout.ep)
 
     def holds_shape(self, b: tuple) -> bool:       # b: a base_of(shape), (tp, pp, cp, ep, ...); any ZeRO stage
         return self.test(b[0], b[1], b[3])
