@@ -356,9 +356,10 @@ def _deepep(c: Ctx, A, payload: float):
     forwarder warps copy each token on to the ranks there that hold its experts (dispatch's
     kRDMAAndNVLForwarder, combine's kNVLAndRDMAForwarder in the reverse direction:
     deepseek-ai/DeepEP@b805c0e15e0d697c06d5db05fabcac2f0edb6e30 csrc/kernels/internode.cu), all but
-    the share bound for the forwarding rank itself (1/k). The two legs run concurrently, so the
-    slower sets the time. Spreading EP over two NVLink domains therefore halves no NVLink traffic;
-    it adds the network leg."""
+    the share bound for the forwarding rank itself (1/k). Direct and forwarded together,
+    (k-1)/n + (n-k)/n x (k-1)/k = (k-1)/k of the routed rows cross NVLink: as much as on EP k inside
+    one domain, so spreading EP over more domains adds the network leg and saves no NVLink traffic.
+    The two legs run concurrently; the slower sets the time."""
     n = c.ep
     k = local_members(n, c.etp, c.domain)
     nodes = -(-n // k)
@@ -366,11 +367,10 @@ def _deepep(c: Ctx, A, payload: float):
     per_rank = node_dedup(c.experts, c.topk, n) if c.experts >= n else 1.0
     if nodes <= 1:
         return alltoall(c, A, payload * per_rank, n, c.etp, nvl_eff=A.ep_nvlink_efficiency)
-    intra = payload * per_rank * (k - 1) / n                    # to ranks of this domain, sent directly
-    forwarded = payload * per_rank * (n - k) / n * (k - 1) / k  # to other domains: forwarded on arrival
+    nvlink = payload * per_rank * (k - 1) / k        # sent directly in this domain, or forwarded on arrival
     inter = payload * (n - k) / n * node_dedup(c.experts, c.topk, nodes, c.router_groups, c.router_group_topk)
-    sec = max((intra + forwarded) / (c.nvlink_bw * A.ep_nvlink_efficiency), inter / (c.net_bw * A.network_efficiency))
-    return intra + forwarded + inter, sec + A.latency_network, True
+    sec = max(nvlink / (c.nvlink_bw * A.ep_nvlink_efficiency), inter / (c.net_bw * A.network_efficiency))
+    return nvlink + inter, sec + A.latency_network, True
 
 
 def pp_per_microbatch(c: Ctx, A, window: float = 0.0):
