@@ -133,7 +133,6 @@ def kind(rec) -> str:
 def script_assumptions(rec) -> list[str]:
     """What this script reads into a 2025 record beyond the loader (printed as "assumed:")."""
     out = []
-    lab = precision_label(rec)
     if _mtp_layers(rec):
         out.append("1 MTP layer (DeepSeek-V3 recipe default) counted in F_mb as the page does; the estimate "
                    "has no MTP layer (its time and memory are missing)")

@@ -411,7 +411,6 @@ _FLEX_DISPATCHER_RECORDS = ("moe-zoo-default-deepseek-v3-", "moe-zoo-default-qwe
 def _build(r: dict) -> PublishedRecord:
     rec = PublishedRecord(id=r["id"], raw=r)
     A = rec.assumed
-    task = (r["training"].get("task") or "")
     ft = _finetune_fields(r, A)
     c = r["cluster"]
     if not c.get("gpus"):

@@ -35,7 +35,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import tomllib
 from pathlib import Path
 
@@ -92,7 +91,7 @@ def setup(work: Path, data: dict, mirrors: dict[str, str]) -> Path:
 def exports(data: dict) -> list[dict]:
     """One job per (scenario, format, release): the config text and what the checker needs."""
     import advisor
-    from advisor import Cluster, Layout, Model, Training
+    from advisor import Cluster, Layout
     from advisor import export as ex
 
     jobs = []
