@@ -28,6 +28,7 @@ from .costmodel import Estimate
 from .facts import CATALOGUE, LAYOUT_GROUPS
 from .inputs import specs, units
 from .inputs.layout import Layout
+from .inputs.profile import Profile
 from .inputs.specs import GPU, Cluster, Model, Training
 from .results.audit import Audit
 from .results.recommendation import Recommendation
@@ -213,6 +214,10 @@ def schemas(book: RuleBook) -> dict[str, dict[str, Any]]:
         "model.schema.json": _model_schema(Model, "validation"),
         "training.schema.json": _model_schema(Training, "validation"),
         "layout.schema.json": _model_schema(Layout, "validation"),
+        "profile.schema.json": _model_schema(
+            Profile, "validation",
+            "A measured kernel profile: `advisor measure` writes one, Cluster(profile=...) reads it "
+            "(advisor/inputs/profile.py)."),
         "recommendation.schema.json": _model_schema(
             Recommendation, "serialization",
             "advisor.recommend(...).model_dump_json(): the chosen layout, estimates, checklist, "

@@ -86,11 +86,11 @@ def test_exit_status_of_results():
 
 @pytest.mark.parametrize("value", ["Infinity", "-Infinity", "NaN", "1e999", "[1e999]"])
 def test_assume_refuses_non_finite_numbers(value):
-    code, out, err = run(["recommend", *SMALL, "--assume", f"gemm_overhead={value}", "--json"])
+    code, out, err = run(["recommend", *SMALL, "--assume", f"expert_gemm_overhead={value}", "--json"])
     assert code == 2 and err.startswith("advisor: error: --assume"), err
     obj = error_object(out)
     assert obj["type"] == "InputError" and obj["field"] == "--assume"
-    assert obj["have"] == f"gemm_overhead={value}" and "finite" in obj["want"]
+    assert obj["have"] == f"expert_gemm_overhead={value}" and "finite" in obj["want"]
 
 
 def test_json_error_objects_name_field_have_and_want():
@@ -220,7 +220,7 @@ def test_ascii_stdout_gets_escapes_not_a_crash():
 
 
 def test_bad_input_in_a_real_process_has_no_traceback():
-    proc = run_process(["recommend", *SMALL, "--assume", "gemm_overhead=Infinity"], text=True)
+    proc = run_process(["recommend", *SMALL, "--assume", "expert_gemm_overhead=Infinity"], text=True)
     assert proc.returncode == 2 and proc.stderr.startswith("advisor: error: --assume")
     assert_clean(proc.stderr)
 
@@ -302,8 +302,8 @@ VOCABULARY = {
     "--micro-batch": ["1", "2", "0"],
     "--precision": ["bf16", "fp8", "fp32"],
     "--engine": ["python", "clips"],
-    "--assume": ["megatron_main_grad_bytes=2", "tp_comm_overlap=true", "gemm_overhead=Infinity",
-                 "gemm_overhead=NaN", "gemm_overhead=-1", "nope=1", "=2", "noequals", "ep_overlap=[[[["],
+    "--assume": ["megatron_main_grad_bytes=2", "tp_comm_overlap=true", "expert_gemm_overhead=Infinity",
+                 "expert_gemm_overhead=NaN", "expert_gemm_overhead=-1", "nope=1", "=2", "noequals", "ep_overlap=[[[["],
     "--format": ["text", "json", "megatron", "deepspeed", "torchtitan", "yaml"],
     "--explain": ["summary", "full", "all"],
     "--rules": ["/nonexistent/site.toml", "/"],

@@ -56,7 +56,7 @@ def test_rule_effects_are_data_the_summary_reads():
 
 
 def test_assumptions_is_public_where_the_messages_say():
-    assert advisor.Assumptions(compute_efficiency=0.5).compute_efficiency == 0.5
+    assert advisor.Assumptions(hbm_efficiency=0.5).hbm_efficiency == 0.5
     assert callable(advisor.estimate)
     with pytest.raises(advisor.InputError) as err:
         advisor.recommend(H100_64, "llama-3-70b", assumptions=3)

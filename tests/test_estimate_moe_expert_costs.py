@@ -17,7 +17,8 @@ def _layout(ep: int, **kw) -> Layout:
 
 
 def _compute(layout: Layout, **assume) -> float:
-    return advisor.estimate(H100x8, QWEN30, layout, TRAIN, Assumptions(**assume)).compute_time
+    # without the host floor, whose combination with the GPU time is not additive (kernels.combine_host)
+    return advisor.estimate(H100x8, QWEN30, layout, TRAIN, Assumptions(host_floor=False, **assume)).compute_time
 
 
 @pytest.mark.parametrize("recompute,modules,passes", [

@@ -22,6 +22,7 @@ import advisor
 from advisor import Cluster, Layout, Model, Training
 from advisor.costmodel import Assumptions
 from advisor.costmodel.context import resolve
+from advisor.costmodel.kernels import parts
 from advisor.costmodel.sizing import size, step_and_floors
 from advisor.costmodel.time import _selective_extra, _stage_compute, executed_flops_per_step
 from advisor.inputs.architecture import count_parameters
@@ -131,7 +132,8 @@ def test_executed_flops_of_the_default_selective_path_by_hand():
 def test_mlp_adds_the_dense_mlp_forward_exactly():
     setup = _llama()
     cluster, model, layout, training = setup
-    base, mlp = Assumptions(), _A("core_attn", "mlp")
+    # without the host floor, whose combination with the GPU time is not additive (kernels.combine_host)
+    base, mlp = Assumptions(host_floor=False), _A("core_attn", "mlp", host_floor=False)
     # cluster-wide executed FLOPs: + 2 x MLP parameters per token per layer
     extra = _executed(setup, mlp) - _executed(setup, base)
     assert extra == pytest.approx(2.0 * LLAMA3_8B_MLP * 32 * 64 * 8192, rel=1e-9)
@@ -146,8 +148,10 @@ def test_mlp_adds_the_dense_mlp_forward_exactly():
     assert a1 == a0     # the attention core is untouched
     h, f, t = 4096, 14336, 2
     ew = 32 * (2.0 * h / t + (4.0 + 2.0) * f / t) / 3.0     # norm output (SP-sharded) + FC1 out + FC2 in
-    d_time = (d_flops / (c.peak * base.compute_efficiency) + 32 * 2 * base.gemm_overhead
-              + base.elementwise_traffic * ew * 8192 / (c.hbm * base.hbm_efficiency))
+    # the recomputed GEMMs at the layer's forward GEMM rate by the profile's curves (kernels.parts)
+    p = parts(c)
+    fwd_rate = (p.attention.flops + p.mlp.flops) / (p.attention.fwd + p.mlp.fwd)
+    d_time = d_flops / fwd_rate + base.elementwise_traffic * ew * 8192 / (c.hbm * base.hbm_efficiency)
     assert t1 - t0 == pytest.approx(d_time, rel=1e-9)
 
     # through the public API: m micro-batches of the one stage, and HFU's numerator
@@ -224,9 +228,10 @@ def test_mla_up_proj_on_deepseek_v3():
     c = resolve(*setup)
     _, n_dense, n_moe = c.split[0]          # first stage: the 3 dense layers and some MoE layers
     assert n_dense == 3 and n_moe > 0
-    up = _A("mla_up_proj")
+    # without the host floor, whose combination with the GPU time is not additive (kernels.combine_host)
+    up = _A("mla_up_proj", host_floor=False)
     t_up = _stage_compute(c, up, n_dense, n_moe, False)[0]
-    t_recipe = _stage_compute(c, recipe, n_dense, n_moe, False)[0]
+    t_recipe = _stage_compute(c, _A("mla_up_proj", "layernorm", host_floor=False), n_dense, n_moe, False)[0]
     rate = up.elementwise_traffic * 4096 / (c.hbm * up.hbm_efficiency)
     assert t_recipe - t_up == pytest.approx((n_dense * 1 + n_moe * 2) * 2.0 * 7168 / 2 / 3.0 * rate, rel=1e-9)
     # not an MLA model: nothing to recompute (Megatron-Core rejects the option there)
@@ -240,7 +245,7 @@ def test_layernorm_and_moe_act_cost_element_wise_time_only():
     setup = _mixtral()
     cluster, model, layout, training = setup
     c = resolve(cluster, model, layout, training)
-    base = Assumptions()
+    base = Assumptions(host_floor=False)    # (kernels.combine_host is not additive)
     t0, f0, _ = _stage_compute(c, base, 0, 32, True)
     h, t, f_moe, k = 4096, 2, 14336, 2
     T = 4096 * 1
@@ -250,17 +255,17 @@ def test_layernorm_and_moe_act_cost_element_wise_time_only():
         "moe_act": 2.0 * f_moe * k / t,    # the routed experts' activation output (FC2 input)
     }
     for mod, nbytes in per_layer.items():
-        A = _A("core_attn", mod)
+        A = _A("core_attn", mod, host_floor=False)
         t1, f1, _ = _stage_compute(c, A, 0, 32, True)
         assert f1 == f0, mod                                          # no FLOPs
         assert t1 - t0 == pytest.approx(32 * nbytes / 3.0 * rate, rel=1e-9), mod
         assert _executed(setup, A) == _executed(setup, base)
         # with the element-wise term off they cost nothing at all
-        off = dict(elementwise_traffic=0.0)
+        off = dict(elementwise_traffic=0.0, host_floor=False)
         assert (_stage_compute(c, _A("core_attn", mod, **off), 0, 32, True)
                 == _stage_compute(c, Assumptions(**off), 0, 32, True))
     # a Llama layer's norms are fused into the next linear (TELayerNormColumnParallelLinear): nothing
-    e0, e1 = _est(_llama(), base), _est(_llama(), _A("core_attn", "layernorm"))
+    e0, e1 = _est(_llama(), base), _est(_llama(), _A("core_attn", "layernorm", host_floor=False))
     assert (e1.step_time, e1.compute_time, e1.hfu, e1.memory.total) == (
         e0.step_time, e0.compute_time, e0.hfu, e0.memory.total)
 

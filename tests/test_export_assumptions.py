@@ -14,12 +14,11 @@ from advisor.export.megatron import ASSUMPTIONS_IN_FLAGS
 
 NOT_RUN_SETTINGS = {
     # kernels, hardware and the fabric: what a run achieves, not what it is told
-    "compute_efficiency": "achieved share of the GEMM peak",
-    "gemm_overhead": "per-GEMM launch cost",
+    "scan_efficiency": "achieved share of the peak by a linear mixer's scan kernels",
+    "sustained_formats": "which GEMM formats run at the power-limited rate",
+    "host_floor": "whether the host's kernel launches are priced (CUDA graphs are Training.cuda_graphs)",
+    "host_overlap_exponent": "how the launch queue hides host and GPU time",
     "expert_gemm_overhead": "per-expert GEMM cost of the grouped expert GEMMs",
-    "fp8_efficiency": "achieved share of the FP8 peak",
-    "fp4_efficiency": "achieved share of the FP4 peak",
-    "flash_attention_efficiency": "achieved share of the peak by the attention kernel (the backend is --attention-backend)",
     "elementwise_traffic": "bytes the element-wise kernels move",
     "flash_causal_fraction": "share of the scores a causal kernel computes",
     "hbm_efficiency": "achieved HBM bandwidth",

@@ -98,11 +98,11 @@ def test_audit_reports_an_input_error_of_the_cost_model_instead_of_no_estimate(m
 
 
 @pytest.mark.parametrize("field, value", [
-    ("gemm_overhead", math.inf), ("elementwise_traffic", math.inf), ("logits_bytes_megatron", math.inf),
-    ("optimizer_bytes_per_param", math.inf), ("compute_efficiency", math.nan), ("pcie_bandwidth", -math.inf),
+    ("expert_gemm_overhead", math.inf), ("elementwise_traffic", math.inf), ("logits_bytes_megatron", math.inf),
+    ("optimizer_bytes_per_param", math.inf), ("hbm_efficiency", math.nan), ("pcie_bandwidth", -math.inf),
     ("fsdp_state_bytes", (-1000.0,) * 3), ("fsdp_state_bytes", (math.nan, 4.0, 8.0)),
-    ("compute_efficiency", 1e-300), ("flash_attention_efficiency", 5e-324), ("network_efficiency", 0.0),
-    ("compute_efficiency", True), ("cuda_context_bytes", True), ("megatron_main_grad_bytes", "2"),
+    ("hbm_efficiency", 1e-300), ("scan_efficiency", 5e-324), ("network_efficiency", 0.0),
+    ("hbm_efficiency", True), ("cuda_context_bytes", True), ("megatron_main_grad_bytes", "2"),
     ("nccl_bytes_per_group", 2**70), ("latency_network", 1e300), ("moe_load_imbalance", 1e9),
     ("fsdp_state_bytes", (True, 4.0, 8.0)), ("cuda_context_bytes", -1), ("flash_causal_fraction", 1e-9),
     ("deepspeed_bucket_elements", 0.0),
@@ -114,9 +114,9 @@ def test_assumptions_refuse_values_outside_their_physical_range(field, value):
 
 
 def test_the_cli_reading_of_infinity_is_refused():
-    """--assume gemm_overhead=Infinity: the CLI reads the value as JSON, which gives float inf."""
-    with pytest.raises(InputError, match="gemm_overhead"):
-        advisor.recommend(H100_8, "llama-2-7b", assumptions={"gemm_overhead": json.loads("Infinity")})
+    """--assume expert_gemm_overhead=Infinity: the CLI reads the value as JSON, which gives float inf."""
+    with pytest.raises(InputError, match="expert_gemm_overhead"):
+        advisor.recommend(H100_8, "llama-2-7b", assumptions={"expert_gemm_overhead": json.loads("Infinity")})
 
 
 def _extreme_assumptions(which: str) -> Assumptions:

@@ -399,7 +399,7 @@ def test_a_near_tied_alternative_names_the_preference_that_decided_it():
     llama = advisor.recommend(Cluster(gpu="H100-SXM-80GB", gpus=64), "llama-3-70b",
                               Training(seq_len=8192, global_batch_size=512))
     reasons = {a.layout.id: a.reason for a in llama.alternatives}
-    assert "prefers the choice for less CP (cp 2 vs 1)" in reasons["tp8-cp2-dp2-pp2-zero1-sp-mbs2-nmb128"]
+    assert "prefers the choice for less CP (cp 2 vs 1)" in reasons["tp8-cp2-dp2-pp2-zero1-sp-nmb256"]
     assert "prefers the choice for memory headroom (memory 93% vs 76% of the GPU)" in reasons["tp8-cp2-dp4-pp1-zero1-sp-nmb128"]
     assert "for more TP inside the NVLink domain (tp 4 vs 8)" in reasons["tp4-cp2-dp2-pp4-zero1-sp-nmb256"]
 

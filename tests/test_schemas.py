@@ -154,6 +154,10 @@ def test_schemas_are_deterministic_json_with_sorted_keys():
 # The validator is not vacuous
 
 
+def test_the_shipped_profile_validates():
+    _check(json.loads((ROOT / "advisor" / "profiles" / "h200-2026-12.json").read_text()), "profile.schema.json")
+
+
 def test_validator_rejects_what_it_should():
     assert _errors({"gpus": 64}, _load("cluster.schema.json"), _load("cluster.schema.json"))   # gpu missing
     s = _load("cluster.schema.json")

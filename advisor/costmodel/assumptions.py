@@ -68,30 +68,31 @@ class Assumptions(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
 
     # ---------------------------------------------------------------- compute
-    compute_efficiency: float = Field(0.68, strict=True, ge=MIN_EFFICIENCY, le=1)
-    """Fraction of the dense BF16/FP16 peak that large linear-layer GEMMs achieve: the plateau of the
-    GEMM-efficiency curve (smaller GEMMs also pay `gemm_overhead`). Calibrated jointly with
-    `elementwise_traffic`, `flash_attention_efficiency` and `fp8_efficiency` on measured throughput
-    (benchmarks/calibrate_throughput.py: mean |error| about 6 % over 39 configurations, A100 and H100,
-    1.7B to 1T); Korthikanti Table 5 stays within 6 % (benchmarks/calibrate_korthikanti.py, whose own
-    minimax on those four points alone is 0.66). Below the 0.80-0.86 of peak that the best-shaped
-    bf16 GEMMs reach alone (stas00/ml-engineering compute/accelerator/README.md, "Maximum Achievable
-    Matmul FLOPS comparison table": A100 SXM 267.9 of 312, H100 SXM 792.1 of 989), as expected of
-    the shapes and sustained clocks of a training step. The
-    attention core, element-wise kernels, communication, the bubble and the optimizer step are timed
-    separately (the former single-knob model used 0.6 for all compute)."""
+    scan_efficiency: float = Field(0.45, strict=True, ge=MIN_EFFICIENCY, le=1)
+    """Share of the dense 16-bit peak that a linear mixer's scan kernels (Mamba-2 SSD, Gated DeltaNet's
+    chunked delta rule) reach on their FLOPs. Assumption: no such kernel is measured; the value the
+    cost model gave FlashAttention before measured attention curves replaced it."""
 
-    gemm_overhead: float = Field(5e-6, strict=True, ge=0, le=MAX_CALL_SECONDS)
-    """Seconds added to every linear-layer GEMM call (forward, data gradient and weight gradient of
-    each projection and MLP matrix, each local expert's separately, the logits): launch, prologue/
-    epilogue and the last partial wave of output tiles. Equivalent to a GEMM efficiency that grows
-    with the GEMM's size W (FLOPs), eff(W) = compute_efficiency * W / (W + W0) with W0 =
-    gemm_overhead * compute_efficiency * peak (~3.4 GFLOP on an H100, ~1.1 on an A100) - the
-    saturating shape of Calculon's per-GEMM efficiency tables (calculon-ai/calculon systems/*.json,
-    0.6 / 0.9 / 0.95 of peak at 1 / 16 / 128 GFLOP). Assumption: the published throughput cannot pin
-    it down (calibrate_throughput.py's scan is flat from 0 to 2e-5 s, because the transformer GEMMs of
-    those runs are 30-1300 GFLOP); it matters where GEMMs are small: MoE experts receiving few
-    tokens each, tiny micro-batches or hidden sizes."""
+    sustained_formats: tuple[Literal["bf16", "fp8", "fp4"], ...] = ("fp8", "fp4")
+    """GEMM formats priced at the profile's sustained rate (`Profile.sustained`: back-to-back GEMMs at
+    the power limit), the others at its burst curves. Measured on an H200 (benchmarks/measured/
+    h200-2026-12-04): 8 s of back-to-back 8192^3 GEMMs on random data reach 0.835 (bf16, SM clock 1455
+    MHz) and 0.831 (fp8, 1305 MHz: more power per clock) of a burst, at 683-685 W of the 700 W limit.
+    The dev data's FP8 steps (NeMo 24.07 H100 FP8; Megatron-Bridge 2025 FP8 on Hopper and Blackwell)
+    agree with the sustained FP8 rate and its bf16 steps with the burst rate (benchmarks/calibrate_2025.py
+    with ("bf16", "fp8", "fp4"): older file mean |log| 0.122), as if real bf16 operands stayed under the
+    power limit where random ones do not (random bf16 matrices run at 788 TFLOP/s, zeros at 894: the
+    device notes); an assumption until a training step's clock is measured."""
+
+    host_floor: bool = True
+    """Price the host's time to issue each micro-batch's kernels (costmodel.kernels.host_layer_seconds
+    from the profile's measured host costs): a step cannot run faster than its kernels are launched.
+    False prices GPU time alone."""
+
+    host_overlap_exponent: float = Field(4.0, strict=True, ge=1, le=64)
+    """How completely the launch queue hides the shorter of GPU time g and host time h: a micro-batch
+    takes (g^p + h^p)^(1/p), max(g, h) as p grows, g + h at p = 1. Measured on the H200 layer stacks
+    (benchmarks/measured_h200.py scans it)."""
 
     expert_gemm_overhead: float = Field(2e-5, strict=True, ge=0, le=MAX_CALL_SECONDS)
     """Seconds added, on top of `gemm_overhead`, to every GEMM call of a local routed expert (FC1
@@ -119,25 +120,7 @@ class Assumptions(BaseModel):
     per call, not one that grows with the expert's size, is an assumption the 19 MoE rows cannot
     test further."""
 
-    fp8_efficiency: float = Field(0.55, strict=True, ge=MIN_EFFICIENCY, le=1)
-    """Fraction of the dense FP8 peak that FP8 linear-layer GEMMs achieve (the attention core stays
-    BF16). Calibrated on the NeMo 24.07 H100 FP8 rows (13 configurations, 5B-340B, median error
-    about +1 %; benchmarks/calibrate_throughput.py), with the other compute knobs at their defaults."""
-
-    fp4_efficiency: float = Field(0.55, strict=True, ge=MIN_EFFICIENCY, le=1)
-    """Fraction of the dense FP4 peak that NVFP4 linear-layer GEMMs achieve. Assumption, not
-    calibrated: the dev data has no NVFP4 run, so it is `fp8_efficiency`'s calibrated value
-    (Estimate.assumptions echoes it; change it when you have a measurement)."""
-
-    flash_attention_efficiency: float = Field(0.45, strict=True, ge=MIN_EFFICIENCY, le=1)
-    """Fraction of the dense 16-bit peak that a FlashAttention kernel reaches, forward + backward, on
-    the FLOPs it executes (causal: `flash_causal_fraction` of the full s^2). Published kernel figures:
-    FlashAttention-2 reaches 50-73 % of an A100's peak and ~35 % of an H100's (Dao 2023, §4.1: up to
-    225 and 335 TFLOP/s forward + backward); FlashAttention-3 / cuDNN on H100 reach 50-75 % forward
-    and less backward (Shah et al. 2024). Calibrated on the H100 BF16/FP8 runs (every A100 run in the
-    data uses the unfused softmax): 0.45, the scan is flat from 0.4 to 0.5."""
-
-    elementwise_traffic: float = Field(10.0, strict=True, ge=0, le=MAX_TRAFFIC_PER_BYTE)
+    elementwise_traffic: float = Field(9.25, strict=True, ge=0, le=MAX_TRAFFIC_PER_BYTE)
     """HBM bytes the element-wise kernels of a layer move (forward + backward), per byte of the
     activations that layer stores (Korthikanti et al. 2022 §4.1's tensors without the attention core
     and the dropout masks: 32 bytes x hidden per token for a GPT layer without TP; the TP-sharded

@@ -15,6 +15,7 @@ from ..inputs.architecture import ParameterCount, count_parameters, gdn_dims, hy
 from ..inputs.finetune import DEFAULT_LORA_RANK, DEFAULT_LORA_TARGETS, FROZEN_BASE_TASKS
 from ..inputs.pipeline import stage_layers
 from ..inputs.precision import recipe
+from ..inputs.profile import Profile, profile_for
 
 __all__ = ["Ctx", "resolve", "hbm_bandwidth", "memoised", "remember", "is_shape_error"]
 
@@ -75,6 +76,10 @@ class Ctx:
     lowp_bytes: float  # bytes per quantised element, scales included (0 for 16-bit)
     weight_copies: int # quantised weight copies kept by Transformer Engine (0 for 16-bit)
     flash: bool
+    cuda_graphs: bool  # the step replays CUDA graphs (Training.cuda_graphs): no per-kernel host cost
+    stack: str         # the model code's kernels: "megatron" (Megatron-Core + Transformer Engine) or "eager"
+    prof: Profile      # the GPU's measured (or derived) kernel efficiencies (inputs.profile)
+    mla_dims: tuple | None  # MLA (q_lora, kv_lora, qk_rope, qk_nope, v head dims); None without MLA
     # fine-tuning (Training.task; costmodel.adapters)
     frozen: bool       # LoRA / QLoRA: the base weights get no gradients and no optimizer states
     qlora: bool        # the frozen linears are stored in 4-bit NF4
@@ -180,7 +185,10 @@ def _static(cluster, model, training) -> tuple:
         wv = wo = a * mla.v_head_dim
         latent = (mla.q_lora_rank or 0) + mla.kv_lora_rank + mla.qk_rope_head_dim
         kv_params = 0
+        mla_dims = (mla.q_lora_rank or 0, mla.kv_lora_rank, mla.qk_rope_head_dim, mla.qk_nope_head_dim,
+                    mla.v_head_dim)
     else:
+        mla_dims = None
         wq = wo = a * hd
         wk = wv = kv * hd
         latent = 0
@@ -206,6 +214,7 @@ def _static(cluster, model, training) -> tuple:
         seq_attn=_packed_span(_attended_span(model, training.seq_len), training),
         precision=training.precision, gemm=rec.gemm, weight_copies=rec.weight_copies,
         lowp_bytes=rec.value_bytes + rec.scale_bytes if rec.low_precision else 0.0, flash=training.flash_attention, seq=training.seq_len,
+        cuda_graphs=training.cuda_graphs, prof=cluster.profile or profile_for(cluster.gpu), mla_dims=mla_dims,
         L=model.layers, h=h, a=a, kv=kv, wq=wq, wk=wk, wv=wv, wo=wo, latent=latent,
         f=model.ffn_hidden, f_moe=model.moe_ffn_hidden or model.ffn_hidden,
         gated=model.activation == "swiglu", experts=model.experts, topk=model.experts_per_token,
@@ -335,7 +344,7 @@ def _hybrid_split(pattern: str, splits: dict, pp: int, stages: tuple) -> tuple:
 _new = object.__new__
 # The Ctx fields `resolve` sets from the layout (the rest come from _static).
 _PER_LAYOUT = ("tp", "pp", "dp", "cp", "ep", "etp", "edp", "vpp", "overlap_p2p", "m", "b", "dense_shard", "framework",
-               "megatron", "deepspeed", "zero", "sp", "recompute", "offload", "offload_device", "s_loc", "kv_div",
+               "megatron", "stack", "deepspeed", "zero", "sp", "recompute", "offload", "offload_device", "s_loc", "kv_div",
                "vpad", "stages", "split", "candidates", "hsplit")
 
 
@@ -401,6 +410,7 @@ def resolve(cluster, model, layout, training) -> Ctx:
     d["dense_shard"] = dp * cp
     d["framework"] = framework
     d["megatron"] = megatron
+    d["stack"] = "megatron" if megatron else "eager"
     d["deepspeed"] = framework in DEEPSPEED_FRAMEWORKS
     d["zero"] = lay.zero_stage
     d["sp"] = lay.sp and tp > 1

@@ -113,4 +113,6 @@ class Estimate(_Frozen):
     """Exposed communication / step_time."""
     dp: int
     num_microbatches: int
+    profile: str
+    """The kernel profile the times come from: its name, "measured" or "derived" (inputs.profile)."""
     assumptions: Assumptions

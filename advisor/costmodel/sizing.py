@@ -201,5 +201,6 @@ def estimate_of(s: Sized) -> Estimate:
         "model_flops": model_flops, "mfu": model_flops / denom,
         "hfu": executed_flops_per_step(c, A) / denom,
         "comm_ratio": comm_total / compute if compute > 0 else 0.0,
-        "exposed_comm_ratio": T["exposed_comm"] / step, "dp": c.dp, "num_microbatches": m, "assumptions": A,
+        "exposed_comm_ratio": T["exposed_comm"] / step, "dp": c.dp, "num_microbatches": m, "profile": c.prof.label,
+        "assumptions": A,
     })

@@ -30,6 +30,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from .comm import (
     cp_per_microbatch,
     cp_plan,
@@ -43,6 +45,7 @@ from .comm import (
 )
 from .adapters import adapter_forward_flops, adapter_gemm_calls, dequant_bytes, stage_adapter_params
 from .context import Ctx, moe_layers_before, remember
+from .kernels import attention_core_seconds, combine_host, eager_stored_bytes, host_layer_seconds, parts
 from .memory import act_layers_of, offloaded_layers
 
 _new = object.__new__
@@ -395,114 +398,178 @@ def _ep_per_microbatch(c: Ctx, A, n_moe: int, plan: tuple | None = None):
     return ep
 
 
-def _compute_plan(c: Ctx, A) -> tuple:
-    """The parts of _stage_compute that are the same on every stage of one layout, each the exact
-    expression _stage_compute used to evaluate per stage."""
+class ComputePlan(NamedTuple):
+    """What every stage of one layout shares in its compute (one micro-batch, one rank, seconds),
+    per layer part: the linear layers' GEMMs by the profile's curves (kernels.parts), the attention
+    core, the element-wise kernels, and the host's time to issue a layer."""
+
+    tokens: float          # tokens per rank the per-token FLOPs count (T / tp)
+    lin_mul: float         # executed / forward FLOPs of the linear layers (3; 4 full recompute; -1 frozen)
+    attn_mul: float        # the same for the attention scores (causal share included)
+    attention: float       # an attention block's GEMMs, every pass
+    mlp: float             # a dense MLP's GEMMs
+    moe: float             # an MoE MLP's GEMMs (router, routed and shared experts)
+    mamba: float           # a Mamba-2 / Gated DeltaNet mixer's in and out projections
+    core: float            # the attention core of one attention layer (fused kernel, or unfused chain)
+    scan_rate: float       # FLOP/s of a linear mixer's scan (ssd_flops_per_token)
+    fwd_rate: float        # FLOP/s of the layer's forward GEMMs: selective recompute's extra forward
+    logits: float          # the output layer's GEMMs (last stage)
+    logits_flops: float
+    elementwise: tuple | None   # (dense, MoE bytes per token, recompute factor, logits bytes), or None
+    ew_rate: float         # HBM bytes/s equivalent the element-wise bytes are timed at
+    extra: tuple | None    # _selective_extra
+    cast_dense: float
+    cast_moe: float
+    hbm: float             # bytes/s of the unfused softmax chain, QLoRA dequantisation and casts
+    host_layer: float      # host seconds to issue one layer (0 with CUDA graphs)
+
+
+def _compute_plan(c: Ctx, A) -> ComputePlan:
+    """The parts of _stage_compute that are the same on every stage of one layout."""
     T = c.s_loc * c.b
     tokens = T / c.tp
     lin_mul, attn_mul = _recompute_factors(c, A)
-    logits_flops = 3.0 * 2.0 * c.h * c.vpad * tokens
+    full = c.recompute == "full"
+    fwd_passes = 2.0 if full else 1.0
+    wgrad = not c.frozen
     if c.frozen:   # frozen linears and output layer: no weight-gradient GEMM (costmodel.adapters)
         lin_mul -= 1.0
-        logits_flops = 2.0 * 2.0 * c.h * c.vpad * tokens
-    rate16 = c.peak * A.compute_efficiency
-    if c.gemm == "fp8":
-        rate = c.peak_fp8 * A.fp8_efficiency
-    elif c.gemm == "fp4":
-        rate = c.peak_fp4 * A.fp4_efficiency
-    else:
-        rate = rate16
+    # the GEMM passes depend on the shape of the rank's work only, not on recompute or ZeRO: shared
+    # by every recompute level and framework variant the planner sizes (c.memo)
+    key = ("parts", id(A), c.tp, c.cp, c.b, c.ep, c.etp, c.stack)
+    hit = c.memo.get(key)
+    p = hit[1] if hit is not None and hit[0] is A else remember(c, A, key, parts(c, A.sustained_formats))
     hbm = c.hbm * A.hbm_efficiency
-    attn_rate = c.peak * (A.flash_attention_efficiency if c.flash else A.compute_efficiency)
     # the unfused softmax runs forward again when the attention core is recomputed
-    core = c.recompute == "full" or (c.recompute == "selective" and "core_attn" in A.recompute_modules)
-    share = 1.0 + (_SOFTMAX_FWD_SHARE if core else 0.0)
+    core_rc = full or (c.recompute == "selective" and "core_attn" in A.recompute_modules)
     elementwise = None
-    if A.elementwise_traffic:
-        per_dense, per_moe = _elementwise_bytes_per_layer(c)
-        logits = (A.logits_bytes_megatron if c.megatron else A.logits_bytes_other) * c.vpad / c.tp
-        elementwise = per_dense, per_moe, (4.0 / 3.0 if c.recompute == "full" else 1.0), logits
+    if c.stack == "eager" and c.hyb is None:
+        per_dense, per_moe = eager_stored_bytes(c)
+        logits = A.logits_bytes_other * c.vpad / c.tp
+        elementwise = per_dense, per_moe, (4.0 / 3.0 if full else 1.0), logits
+        ew_rate = c.hbm / c.prof.elementwise
+    else:
+        if A.elementwise_traffic:
+            per_dense, per_moe = _elementwise_bytes_per_layer(c)
+            logits = (A.logits_bytes_megatron if c.megatron else A.logits_bytes_other) * c.vpad / c.tp
+            elementwise = per_dense, per_moe, (4.0 / 3.0 if full else 1.0), logits
+        ew_rate = hbm / A.elementwise_traffic if A.elementwise_traffic else hbm
     cast_dense, cast_moe = _cast_bytes_per_layer(c)
-    # the output layer stays 16-bit under FP8/FP4 (inputs.precision): its GEMMs' time at the 16-bit rate
-    logits_t = logits_flops / rate16 + (2.0 if c.frozen else 3.0) * A.gemm_overhead
-    return (T, tokens, lin_mul, attn_mul, logits_flops, rate, hbm, attn_rate, share, elementwise,
-            _selective_extra(c, A), logits_t, cast_dense, cast_moe)
+    fwd_flops = p.attention.flops + p.mlp.flops
+    fwd_time = p.attention.fwd + p.mlp.fwd
+    return ComputePlan(
+        tokens=tokens, lin_mul=lin_mul, attn_mul=attn_mul,
+        attention=p.attention.seconds(fwd_passes, wgrad), mlp=p.mlp.seconds(fwd_passes, wgrad),
+        moe=p.moe.seconds(fwd_passes, wgrad), mamba=p.mamba.seconds(fwd_passes, wgrad),
+        core=_core_seconds(c, A, core_rc, hbm), scan_rate=c.peak * A.scan_efficiency,
+        fwd_rate=fwd_flops / fwd_time if fwd_time > 0.0 else c.peak,
+        logits=p.logits.seconds(1.0, wgrad), logits_flops=(3.0 if wgrad else 2.0) * p.logits.flops,
+        elementwise=elementwise, ew_rate=ew_rate, extra=_selective_extra(c, A), cast_dense=cast_dense,
+        cast_moe=cast_moe, hbm=hbm, host_layer=host_layer_seconds(c, full) if A.host_floor else 0.0)
 
 
-def _stage_compute(c: Ctx, A, n_dense: int, n_moe: int, last: bool, plan: tuple | None = None, kinds=None):
+def _core_seconds(c: Ctx, A, recomputed: bool, hbm: float) -> float:
+    """One attention layer's core on one rank, one micro-batch, every pass: the fused kernel by the
+    profile's attention curve (kernels.attention_core_seconds; a recomputed core runs its forward
+    once more, 1 of the curve's 3.5 forward-equivalents), or the unfused chain: QK^T and PV as
+    batched GEMMs by the GEMM curve (forward and two backward GEMMs each) and the softmax chain's
+    HBM traffic (softmax_bytes_per_score)."""
+    fwd_share = 1.0 / 3.5
+    if c.flash:
+        t = attention_core_seconds(c, A.flash_causal_fraction)
+        return t * (1.0 + fwd_share) if recomputed else t
+    heads, d = c.a / c.tp, c.wq / c.a
+    scores = heads * c.s_loc * c.seq * c.b
+    qk = 2.0 * scores * d
+    pv = 2.0 * scores * c.wo / c.a
+    prof = c.prof
+    gemms = 3.0 * (prof.gemm_seconds("bf16", qk, d) + prof.gemm_seconds("bf16", pv, c.seq))
+    chain = scores * A.softmax_bytes_per_score / hbm
+    if recomputed:
+        gemms *= 4.0 / 3.0
+        chain *= 1.0 + _SOFTMAX_FWD_SHARE
+    return gemms + chain
+
+
+def _stage_compute(c: Ctx, A, n_dense: int, n_moe: int, last: bool, plan: ComputePlan | None = None, kinds=None):
     """Seconds of compute for one micro-batch on one rank of a stage, its executed FLOPs, and the
     attention-core part of the time (the window CP ring traffic hides behind).
 
-    Three parts, each timed against what bounds it:
-    - linear-layer GEMMs: W FLOPs at the 16-bit (or FP8) peak times an efficiency that grows with
-      the GEMM's size, eff(W) = compute_efficiency * W / (W + W0), i.e. every GEMM call costs its
-      FLOPs at the plateau efficiency plus a fixed `gemm_overhead` (W0 = gemm_overhead * plateau
-      rate): tile/wave quantisation, prologue/epilogue and launch; see Assumptions.gemm_overhead;
-    - the attention core: FlashAttention at `flash_attention_efficiency` of the 16-bit peak; the
-      unfused softmax chain at compute_efficiency plus its HBM traffic (softmax_bytes_per_score);
-    - element-wise kernels: `elementwise_traffic` x the stored activation bytes, at hbm_efficiency
-      of HBM bandwidth (memory-bound), plus the fp32 logits of the loss on the last stage.
-    `plan` = _compute_plan(c, A), when the caller times several stages of the layout. `kinds`: the
-    stage's (Mamba, attention, MLP, MoE) layers of a hybrid stack (c.hsplit[k]); n_dense and n_moe
-    are then its MLP and MoE layers.
+    Each part is timed against what bounds it (ComputePlan): the linear layers' GEMMs by the
+    profile's GEMM curves, shape by shape; the attention core by its curve (or the unfused chain);
+    the element-wise kernels as HBM traffic per stored activation byte; the fp32 logits of the loss
+    on the last stage. The host must issue every kernel too: the stage's GPU time and the host's
+    time for its layers combine by kernels.combine_host (Assumptions.host_overlap_exponent).
+    `kinds`: the stage's (Mamba, attention, MLP, MoE) layers of a hybrid stack (c.hsplit[k]); n_dense
+    and n_moe are then its MLP and MoE layers.
     """
-    (T, tokens, lin_mul, attn_mul, logits_flops, rate, hbm, attn_rate, share, elementwise, extra, logits_t,
-     cast_dense, cast_moe) = plan or _compute_plan(c, A)
+    P = plan or _compute_plan(c, A)
     lin, attn = per_token_forward_flops(c, n_dense, n_moe, False, 0.0, kinds)
-    lin_f = lin * lin_mul * tokens
-    calls = _gemm_calls(c, n_dense, n_moe, kinds) * lin_mul
-    if extra is not None:   # selective recompute_modules beyond core_attn (_selective_extra)
-        lin_f += (n_dense * extra[0] + n_moe * extra[1]) * tokens
-        calls += n_dense * extra[2] + n_moe * extra[3]
-    attn_f = attn * attn_mul * tokens
-    lin_t = lin_f / rate + calls * A.gemm_overhead
+    tokens = P.tokens
+    lin_f = lin * P.lin_mul * tokens
+    attn_f = attn * P.attn_mul * tokens
+    if kinds is None:
+        n_attn = n_dense + n_moe
+        lin_t = n_attn * P.attention + n_dense * P.mlp + n_moe * P.moe
+        attn_t = n_attn * P.core
+    else:
+        n_m, n_a, n_d, n_e = kinds
+        n_attn = n_a
+        lin_t = n_m * P.mamba + n_a * P.attention + n_d * P.mlp + n_e * P.moe
+        attn_t = n_a * P.core
+        if n_m:     # the linear mixers' scans (ssd_flops_per_token), forward + backward (+ recompute)
+            attn_t += n_m * ssd_flops_per_token(c) * P.attn_mul * tokens / P.scan_rate
+    if P.extra is not None:   # selective recompute_modules beyond core_attn (_selective_extra)
+        extra_f = (n_dense * P.extra[0] + n_moe * P.extra[1]) * tokens
+        lin_f += extra_f
+        lin_t += extra_f / P.fwd_rate
     if A.expert_gemm_overhead and c.experts > 1:
-        lin_t += _expert_gemm_calls(c, A, n_moe if kinds is None else kinds[3], lin_mul) * A.expert_gemm_overhead
+        lin_t += _expert_gemm_calls(c, A, n_moe if kinds is None else kinds[3], P.lin_mul) * A.expert_gemm_overhead
     if last:
-        lin_f += logits_flops
-        lin_t += logits_t
-    attn_t = attn_f / attn_rate
-    if not c.flash:
-        n_attn = (n_dense + n_moe) if kinds is None else kinds[1]
-        scores = n_attn * c.a / c.tp * c.s_loc * c.seq * c.b
-        attn_t += scores * A.softmax_bytes_per_score * share / hbm
-    if kinds is not None:
-        traffic, casts = _hybrid_traffic(c)
+        lin_f += P.logits_flops
+        lin_t += P.logits
     ew_t = 0.0
-    if elementwise is not None:
-        per_dense, per_moe, recompute_factor, logits = elementwise
+    if P.elementwise is not None:
+        per_dense, per_moe, recompute_factor, logits = P.elementwise
         if kinds is None:
             ew = n_dense * per_dense
             if n_moe:
                 ew += n_moe * per_moe
         else:
+            traffic, _ = _hybrid_traffic(c)
             ew = sum(n * x for n, x in zip(kinds, traffic))
         ew = ew * recompute_factor
-        if extra is not None:   # one more forward of the recomputed modules' kernels: 1/3 of fwd + bwd
-            ew += (n_dense * extra[4] + n_moe * extra[5]) / 3.0
+        if P.extra is not None:   # one more forward of the recomputed modules' kernels: 1/3 of fwd + bwd
+            ew += (n_dense * P.extra[4] + n_moe * P.extra[5]) / 3.0
         if last:
             ew += logits
-        ew_t = A.elementwise_traffic * ew * T / hbm
-    if cast_dense:   # the recipe's quantisation; full recompute casts the forward inputs (half) again
-        cast = (n_dense * cast_dense + n_moe * cast_moe) if kinds is None else sum(n * x for n, x in zip(kinds, casts))
-        ew_t += cast * (1.5 if c.recompute == "full" else 1.0) * T / hbm
+        ew_t = ew * c.s_loc * c.b / P.ew_rate
+    if P.cast_dense:   # the recipe's quantisation; full recompute casts the forward inputs (half) again
+        if kinds is None:
+            cast = n_dense * P.cast_dense + n_moe * P.cast_moe
+        else:
+            cast = sum(n * x for n, x in zip(kinds, _hybrid_traffic(c)[1]))
+        ew_t += cast * (1.5 if c.recompute == "full" else 1.0) * c.s_loc * c.b / P.hbm
     if c.frozen:
-        ad_t, ad_f = _adapter_compute(c, A, n_dense, n_moe, tokens, hbm)
+        ad_t, ad_f = _adapter_compute(c, A, n_dense, n_moe, tokens, P.hbm)
         lin_t += ad_t
         lin_f += ad_f
-    return lin_t + attn_t + ew_t, lin_f + attn_f, attn_t
+    gpu = lin_t + attn_t + ew_t
+    layers = (n_dense + n_moe) if kinds is None else sum(kinds)
+    return combine_host(gpu, layers * P.host_layer, A.host_overlap_exponent), lin_f + attn_f, attn_t
 
 
 def _adapter_compute(c: Ctx, A, n_dense: int, n_moe: int, tokens: float, hbm: float) -> tuple[float, float]:
     """(seconds, FLOPs) the LoRA adapters and QLoRA's dequantisation add to one micro-batch on one rank
     (costmodel.adapters): the adapter GEMMs forward (2 per targeted linear) and backward (4: both
     weight gradients and both input gradients), i.e. 3x their forward FLOPs (4x with full recompute),
-    at the 16-bit rate with `gemm_overhead` per call (they are thin: rank-wide); QLoRA dequantises
-    each 4-bit weight to 16-bit before its forward and its backward GEMM, HBM-bound."""
+    each call timed by the 16-bit GEMM curve at its mean size and the rank-r reduction width (they
+    are thin, so launch-bound); QLoRA dequantises each 4-bit weight to 16-bit before its forward and
+    its backward GEMM, HBM-bound."""
     passes = 4.0 if c.recompute == "full" else 3.0
     flops = adapter_forward_flops(c, n_dense, n_moe) * passes * tokens
     calls = adapter_gemm_calls(c, n_dense, n_moe) * passes   # 2 fwd + 4 bwd (+ 2 recompute) per target
-    t = flops / (c.peak * A.compute_efficiency) + calls * A.gemm_overhead
+    t = calls * c.prof.gemm_seconds("bf16", flops / calls, c.lora_rank) if calls else 0.0
     if c.qlora:
         t += dequant_bytes(c, n_dense, n_moe) / hbm
     return t, flops
@@ -580,11 +647,11 @@ def stage_times(c: Ctx, A, k: int, dense_params: float, expert_params: float, pl
     # the last micro-batch's backward, which the gradient reduction overlaps: 2 of 3 forward-equivalents,
     # 3 of 4 with full recompute (the recompute forward runs inside the backward)
     bwd_share = 0.75 if c.recompute == "full" else 2.0 / 3.0
-    extra = compute_plan[10]
+    extra = compute_plan.extra
     if extra is not None and flops > 0.0:
         # selective recompute_modules beyond core_attn (_selective_extra): their e recompute FLOPs of
         # the F executed run inside the backward too, (2/3 (F - e) + e) / F; full's e = F/4 gives 3/4
-        bwd_share += (n_dense * extra[0] + n_moe * extra[1]) * compute_plan[1] / (3.0 * flops)
+        bwd_share += (n_dense * extra[0] + n_moe * extra[1]) * compute_plan.tokens / (3.0 * flops)
     g_exp = _overlapped_tail(og, comp * bwd_share, c.vpp, c.pp) if A.overlap_grad_reduce else og
     p_exp = _overlapped_tail(op, comp * (1.0 - bwd_share), c.vpp, c.pp) if A.overlap_param_gather else op
     t_mb = comp + tp[2] + cp[2] + ep[2] + pp[2] + dp_mb_exposed + _offload_exposed(c, A, k, n_layers, comp)

@@ -7,6 +7,7 @@ as those plain numbers, so "80 GiB" and 85899345920 build equal objects.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -18,6 +19,7 @@ from .finetune import MAX_LORA_RANK, LoraTarget, Task, check_finetune, finetune_
 from .bounds import MAX_DIM, MAX_EXPERTS, MAX_GPUS, MAX_LAYERS, MAX_PARAMS
 from .hf import model_fields_from_hf_config
 from .precision import Precision
+from .profile import Profile, load_profile, shipped_or_file
 from .screen import screen
 from .stacks import check_stack, check_stack_version
 from .units import to_bytes, to_bytes_per_second, to_count, to_flops_per_second, to_tokens
@@ -109,6 +111,14 @@ def _gpu_from(value: Any) -> Any:
     return value
 
 
+def _profile_from(value: Any) -> Any:
+    if isinstance(value, str):
+        return shipped_or_file(value)
+    if isinstance(value, Path):
+        return load_profile(value)
+    return value
+
+
 class Cluster(_Frozen):
     """A set of identical GPUs: `Cluster(gpu="H100-SXM-80GB", gpus=64)`.
 
@@ -132,6 +142,10 @@ class Cluster(_Frozen):
     """Local NVMe capacity per node for ZeRO-Infinity offload, e.g. "30.72 TB" for a DGX H100's eight
     3.84 TB data drives (NVIDIA DGX BasePOD reference architecture, core components). None: not
     checked (the trace says so when a layout offloads to NVMe)."""
+    profile: Annotated[Profile | None, BeforeValidator(_profile_from)] = None
+    """Measured kernel efficiencies of this GPU and host (`advisor measure` writes them): a Profile,
+    a profile JSON file's path, or a shipped profile's name. None: the shipped H200 measurement,
+    rescaled to the GPU's datasheet when it is another part (the estimate says "derived")."""
 
     @model_validator(mode="after")
     def _fill_defaults(self) -> "Cluster":
@@ -489,6 +503,10 @@ class Training(_Frozen):
     optimizer: Literal["adam", "adamw"] = "adam"
     flash_attention: bool = True
     """Attention kernels that never materialise the s×s score matrix (FlashAttention)."""
+    cuda_graphs: bool = False
+    """The step replays captured CUDA graphs (Megatron-Core --cuda-graph-impl / --enable-cuda-graph,
+    torch.cuda.graphs): the host launches a graph, not each kernel, so the host-issue floor of the
+    estimate (costmodel.kernels.host_layer_seconds) is gone. False: kernels are launched one by one."""
     packed_sample_tokens: int | None = Field(None, ge=1, le=1 << 24)
     """Sequence packing: the mean tokens of one sample packed into each seq_len sequence (SFT data
     packed with per-sample attention: FlashAttention varlen, Transformer Engine's THD format, NeMo /

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..inputs.profile import profile_for
 from ..inputs.specs import Cluster, Model, Training
 from ..rulebook.actions import Decisions, Effect
 from ..rulebook.load import Reference, Rule, RuleBook, render_message
@@ -125,7 +126,11 @@ def input_summary(cluster: Cluster, model: Model, training: Training, rules: tup
         "nvlink_domain": cluster.nvlink_domain, "model": model.name, "params": model.params,
         "seq_len": training.seq_len, "global_batch_size": training.global_batch_size,
         "precision": training.precision,
+        # the kernel efficiencies the estimate used: "... (measured)" or "... (derived)" from another GPU's
+        "profile": (cluster.profile or profile_for(cluster.gpu)).label,
     }
+    if training.cuda_graphs:
+        summary["cuda_graphs"] = True
     if training.framework is not None:      # the stated training stack (rules/stated-framework.toml reads it)
         summary["framework"] = training.framework
         if training.framework_version is not None:
