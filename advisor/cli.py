@@ -102,6 +102,11 @@ def _situation_args(r: argparse.ArgumentParser) -> None:
     r.add_argument("--precision", choices=list(RECIPES), default="bf16",
                    help="GEMM precision recipe (advisor.inputs.precision): fp8 = the framework's default FP8")
     r.add_argument("--no-flash-attention", action="store_true", help="FlashAttention kernels are not available")
+    r.add_argument("--profile", metavar="FILE", help="a measured kernel profile of this GPU (advisor measure "
+                                                     "writes one; default: the shipped H200 measurement, "
+                                                     "rescaled to the GPU's datasheet)")
+    r.add_argument("--cuda-graphs", action="store_true",
+                   help="the step replays CUDA graphs: no per-kernel host cost (Training.cuda_graphs)")
     r.add_argument("--packed-sample-tokens", type=int, metavar="N",
                    help="sequence packing: mean tokens per packed sample (attention stays within each sample)")
     _finetune_args(r)
@@ -197,6 +202,13 @@ def _parser() -> argparse.ArgumentParser:
         listing = sub.add_parser(name, help=text)
         listing.add_argument("--json", action="store_true")
         _debug_arg(listing)
+    me = sub.add_parser("measure", help="microbenchmark this GPU into a profile the estimate reads (needs torch)")
+    me.add_argument("--out", metavar="FILE", default="advisor-profile.json", help="where to write the profile (JSON)")
+    me.add_argument("--records", metavar="FILE", help="also write the raw measurements (JSON lines)")
+    me.add_argument("--gpu", help="the GPU preset the curves are shares of (default: from the device name)")
+    me.add_argument("--budget", type=float, default=170.0, metavar="SECONDS", help="time for the benchmarks")
+    me.add_argument("--smoke", action="store_true", help="tiny sizes, CPU allowed: tests the code path only")
+    _debug_arg(me)
     comp = sub.add_parser("completion", help='print a shell completion script: eval "$(advisor completion bash)"')
     comp.add_argument("shell", choices=["bash", "zsh"])
     _debug_arg(comp)
@@ -211,7 +223,10 @@ def _situation(args):
         cluster["gpus_per_node"] = args.gpus_per_node
     if args.nvlink_domain:
         cluster["nvlink_domain"] = args.nvlink_domain
-    training = {"precision": args.precision, "flash_attention": not args.no_flash_attention, **_finetune_fields(args)}
+    if args.profile:
+        cluster["profile"] = args.profile
+    training = {"precision": args.precision, "flash_attention": not args.no_flash_attention,
+                "cuda_graphs": args.cuda_graphs, **_finetune_fields(args)}
     if args.packed_sample_tokens is not None:
         training["packed_sample_tokens"] = args.packed_sample_tokens
     for key, value in (("seq_len", args.seq_len), ("global_batch_size", args.global_batch),
@@ -632,8 +647,34 @@ def _main(argv: list[str]) -> int:
     if args.command == "explain":
         args.explain = "full"
     handler = {"recommend": _recommend, "explain": _recommend, "audit": _audit, "presets": _presets,
-               "rules": _rules, "facts": _facts, "completion": _completion}[args.command]
+               "rules": _rules, "facts": _facts, "completion": _completion, "measure": _measure}[args.command]
     return handler(args)
+
+
+def _measure(args) -> int:
+    from .measure import measure
+
+    prof = measure(args.out, smoke=args.smoke, budget=args.budget, gpu=args.gpu, records=args.records, log=_say)
+    _emit(_profile_table(prof) + f"\nwrote {args.out}")
+    return 0
+
+
+def _profile_table(prof) -> str:
+    """What a measurement found, beside the shipped profile rescaled to the same GPU."""
+    from .inputs.profile import shipped_profile
+
+    base = shipped_profile()
+    rows = [("GEMM bf16 8192^3", lambda p: p.gemm["bf16"].at(2 * 8192.0 ** 3, 8192), "of peak"),
+            ("GEMM bf16 1024x1024x1024", lambda p: p.gemm["bf16"].at(2 * 1024.0 ** 3, 1024), "of peak"),
+            ("attention d128 s8192", lambda p: p.attention_efficiency("cudnn", 128, 2e12, 8192), "of peak"),
+            ("grouped GEMM 256 tok/expert", lambda p: p.grouped_gemm.at(256, 4096), "of peak"),
+            ("streaming 256 MB", lambda p: p.memory_bound.at(256e6), "of HBM"),
+            ("host per eager layer", lambda p: p.host.eager_layer * 1e3, "ms"),
+            ("host per kernel", lambda p: p.host.per_kernel * 1e6, "us")]
+    lines = [f"{'':30s} {'measured':>9s} {'shipped ' + base.name:>22s}"]
+    for label, read, unit in rows:
+        lines.append(f"{label:30s} {read(prof):9.3g} {read(base):22.3g}  {unit}")
+    return "\n".join(lines)
 
 
 def _completion(args) -> int:
