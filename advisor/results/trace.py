@@ -126,6 +126,9 @@ def input_summary(cluster: Cluster, model: Model, training: Training, rules: tup
         "seq_len": training.seq_len, "global_batch_size": training.global_batch_size,
         "precision": training.precision,
     }
+    for key, default in (("optimizer", "adam"), ("master_weights", "fp32"), ("lora_dropout", None)):
+        if getattr(training, key) != default:   # the optimizer and master-weight policy, when stated
+            summary[key] = getattr(training, key)
     if training.framework is not None:      # the stated training stack (rules/stated-framework.toml reads it)
         summary["framework"] = training.framework
         if training.framework_version is not None:
