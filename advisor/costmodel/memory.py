@@ -42,6 +42,7 @@ from typing import NamedTuple
 from ..inputs.optimizers import MASTER_BYTES, moment_bytes
 from .adapters import FROZEN_WEIGHT_BYTES, NF4_BYTES_PER_PARAM, adapter_activation_bytes, stage_adapter_params
 from .context import Ctx, remember
+from .hf import applies as hf_applies, hf_peak
 
 __all__ = [
     "detail_dict",
@@ -716,7 +717,8 @@ def detail_dict(detail: tuple, cuda_context: int, nccl: float, frag: float) -> d
     """MemoryEstimate.detail: stage_memory's detail values in whole bytes (or counts), then the
     reserve's terms. Built only for the reported stage."""
     (w_dense, w_exp, fp8_copy, act_layers, act_emb, act_out, act_work, zero3_live, fsdp, bucket, pp_buf, tpo,
-     dense, expert, n_layers, inflight) = detail
+     dense, expert, n_layers, inflight) = detail[:16]
+    named = detail[16] if len(detail) > 16 else {}      # the Hugging Face stacks' terms (costmodel.hf)
     return {
         "weights_dense": int(w_dense), "weights_expert": int(w_exp), "fp8_weight_copies": int(fp8_copy),
         "act_layers": int(act_layers), "act_embedding": int(act_emb), "act_logits": int(act_out),
@@ -724,7 +726,7 @@ def detail_dict(detail: tuple, cuda_context: int, nccl: float, frag: float) -> d
         "deepspeed_reduce_bucket": int(bucket), "pp_buffers": int(pp_buf), "tp_overlap_buffers": int(tpo),
         "params_dense": int(dense), "params_expert": int(expert), "layers": n_layers,
         "chunks_in_flight": inflight, "cuda_context": cuda_context, "nccl": int(nccl), "fragmentation": int(frag),
-    }
+    } | named
 
 
 def stage_params(detail: tuple) -> tuple[int, int]:
@@ -779,6 +781,10 @@ def memory_terms(c: Ctx, A) -> tuple[MemoryTerms, dict]:
     acts = _act_invariants(c, A)
     for k, states in zip(c.candidates, _states(c, A)):
         w, g, o, act, buf, host, nvme, det = stage_memory(c, A, k, states, acts)
+        if c.stack is not None and hf_applies(c):     # the Hugging Face stacks' own terms (costmodel.hf)
+            peak = hf_peak(c, A, g, det[12] + det[13])
+            g, act = peak.gradients, peak.activations
+            det = det[:3] + (act - peak.loss - peak.working, 0.0, peak.loss, peak.working) + det[7:] + (peak.detail,)
         details[k] = det
         frag = A.fragmentation_fraction * (act + buf)
         reserve = A.cuda_context_bytes + nccl + frag
