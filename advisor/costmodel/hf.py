@@ -226,16 +226,24 @@ class HFPeak(NamedTuple):
     detail: dict
 
 
-def _loss_terms(c: Ctx, A, tokens: float) -> tuple[float, float, float, float]:
-    """(kept through the backward, forward peak, backward peak, held logits) of the loss, bytes."""
+class _Loss(NamedTuple):
+    """The loss's bytes for one micro-batch: kept through the backward, at the forward's end, at the
+    loss backward, and the 16-bit logits a loop holding the output keeps."""
+
+    kept: float
+    forward: float
+    backward: float
+    held: float
+
+
+def _loss_terms(c: Ctx, A, tokens: float) -> _Loss:
     held = 2.0 * tokens * c.vocab if _held(c, A) else 0.0
     if A.hf_loss == "chunked":
         kept = 2.0 * tokens * c.h
         chunk = CHUNK_BYTES_PER_LOGIT * min(tokens, CHUNK_TOKENS) * c.vocab
-        return kept, kept + chunk, kept + chunk, 0.0
-    fwd = LOGITS_FORWARD_BYTES * tokens * c.vocab
-    bwd = LOGITS_BACKWARD_BYTES * tokens * c.vocab + held
-    return 4.0 * tokens * c.vocab, fwd, bwd, held
+        return _Loss(kept, kept + chunk, kept + chunk, 0.0)
+    return _Loss(4.0 * tokens * c.vocab, LOGITS_FORWARD_BYTES * tokens * c.vocab,
+                 LOGITS_BACKWARD_BYTES * tokens * c.vocab + held, held)
 
 
 def _held(c: Ctx, A) -> bool:
@@ -245,69 +253,98 @@ def _held(c: Ctx, A) -> bool:
     return bool(A.hf_logits_held)
 
 
-def hf_peak(c: Ctx, A, grads: float, trained_params: float) -> HFPeak:
-    """HFPeak of the stage's rank: `grads` the gradient bytes of the layout, `trained_params` its trained
-    parameters (for the share of one layer's gradients)."""
-    fl = _flow(c, A)
-    layer = layer_bytes(c, A)
-    tokens = c.s_loc * c.b
+class _Stack(NamedTuple):
+    """The model's bytes for one micro-batch beside the loss."""
+
+    stored: float
+    """Every layer's kept tensors (or its checkpointed input), the final norm's and the output head's
+    input, the embedding's token ids, eager attention's mask."""
+    checkpoints: float
+    copies: float
+    """autocast's bf16 casts of an fp32 model's linear weights and output head."""
+    working: float
+    """The first layer in its backward: its activations (re-computed under checkpointing), its backward's
+    gradient tensors, its input, its weights' casts, a QLoRA dequantised weight."""
+    dequant: float
+    step: float
+    """At the end of the backward: the optimizer step's transient or a tied embedding's second gradient,
+    the larger."""
+    opt_step: float
+    tied: float
+
+
+def _stack_terms(c: Ctx, fl: _Flow, layer: HFLayer, tokens: float) -> _Stack:
     h = c.h
     per_layer = layer.total * tokens
     final = (4.0 * h + 4.0 + (fl.rs * h + 2.0 * h if fl.full else 0.0)) * tokens   # final norm (+ lm_head input)
     embed = 8.0 * tokens if fl.full else 0.0                                      # int64 ids, embedding backward
     mask = 0.0 if c.flash else fl.rs * c.b * c.seq * c.seq                        # eager: one s x s mask
     ckpt = c.recompute == "full"
-    stored = (c.L * fl.rs * h * tokens if ckpt else c.L * per_layer) + final + embed + mask
-    copies = 0.0
-    if fl.full and fl.rs == 4.0:     # autocast's bf16 casts of the fp32 linear weights and the output head
-        copies = 2.0 * (c.L * (c.pc.attention + c.pc.dense_mlp) + c.vocab * c.h)
-    kept, loss_fwd, loss_bwd, held = _loss_terms(c, A, tokens)
-    working = per_layer + (3.0 * 2.0 * c.f + 2.0 * fl.rs * h) * tokens   # the layer's backward gradients
-    if ckpt:
-        working += fl.rs * h * tokens
+    checkpoints = c.L * fl.rs * h * tokens if ckpt else 0.0
+    stored = (checkpoints if ckpt else c.L * per_layer) + final + embed + mask
+    one_layer = c.pc.attention + c.pc.dense_mlp
+    amp32 = fl.full and fl.rs == 4.0
+    copies = 2.0 * (c.L * one_layer + c.vocab * h) if amp32 else 0.0
     dequant = 0.0
     if c.qlora:
         dequant = 2.0 * max(lin.d_in * lin.d_out for lin in
                             layer_linears(("all-linear",), h, c.wq, c.wk, c.wv, c.wo, c.f, c.gated))
-    persistent = c.m > 1 or c.deepspeed or (c.framework == "torchtitan" and c.zero == 0 and c.dp > 1)
-    early = grads if persistent else 0.0
-    layer_grads = 0.0 if persistent else grads * _layer_share(c, trained_params)
-    step = _optimizer_step_bytes(c, trained_params)
+    working = (per_layer + (3.0 * 2.0 * c.f + 2.0 * fl.rs * h) * tokens + (fl.rs * h * tokens if ckpt else 0.0)
+               + (2.0 * one_layer if amp32 else 0.0) + dequant)
     # a tied embedding's second gradient (the lookup's, after the output head's): computed whole, then
     # added into .grad (torch autograd AccumulateGrad), in the compute parameters' dtype
     tied = fl.rs * c.vocab * h if (fl.full and c.tied) else 0.0
+    opt_step = _optimizer_step_bytes(c)
+    return _Stack(stored, checkpoints, copies, working, dequant, max(opt_step, tied), opt_step, tied)
+
+
+def _grads_alive(c: Ctx, grads: float, trained_params: float) -> tuple[float, float]:
+    """(gradient bytes alive before the loss backward, in the first layer's backward): none before the
+    backward when the step frees them and runs one micro-batch; all but that layer's in its backward."""
+    persistent = c.m > 1 or c.deepspeed or (c.framework == "torchtitan" and c.zero == 0 and c.dp > 1)
+    if persistent:
+        return grads, grads
+    return 0.0, grads - grads * _layer_share(c, trained_params)
+
+
+def hf_peak(c: Ctx, A, grads: float, trained_params: float) -> HFPeak:
+    """HFPeak of the stage's rank: `grads` the gradient bytes of the layout, `trained_params` its trained
+    parameters (for the share of one layer's gradients)."""
+    fl = _flow(c, A)
+    layer = layer_bytes(c, A)
+    tokens = c.s_loc * c.b
+    st = _stack_terms(c, fl, layer, tokens)
+    loss = _loss_terms(c, A, tokens)
+    early, later = _grads_alive(c, grads, trained_params)
+    saved_copies = 0.0 if c.recompute == "full" else st.copies    # checkpointing saves no cast for the backward
     phases = (
-        (stored + copies + loss_fwd, early),
-        (stored + (0.0 if ckpt else copies) + loss_bwd, early),
-        (held + max(step, tied), grads),
-        (working + dequant + held + (2.0 * (c.pc.attention + c.pc.dense_mlp) if copies else 0.0),
-         grads - layer_grads),
+        (st.stored + st.copies + loss.forward, early, loss.forward),
+        (st.stored + saved_copies + loss.backward, early, loss.backward),
+        (loss.held + st.step, grads, loss.held),
+        (st.working + loss.held, later, loss.held),
     )
     best = max(range(4), key=lambda i: phases[i][0] + phases[i][1])
-    act, g = phases[best]
-    loss = (loss_fwd, loss_bwd, held, held)[best]
-    work = working if best == 3 else 0.0
-    detail = {
-        "hf_peak_phase": best + 1,
-        "hf_layer_norms": int(layer.norms * tokens), "hf_layer_linear_inputs": int(layer.linear_inputs * tokens),
-        "hf_layer_adapter_inputs": int(layer.adapter_inputs * tokens),
-        "hf_layer_adapter_rank": int(layer.adapter_rank * tokens),
-        "hf_layer_dropout_masks": int(layer.dropout_masks * tokens),
-        "hf_layer_attention": int(layer.attention * tokens), "hf_layer_mlp": int(layer.mlp * tokens),
-        "hf_stored": int(stored), "hf_checkpoints": int(c.L * fl.rs * h * tokens) if ckpt else 0,
-        "hf_recompute_working": int(working),
-        "hf_loss_kept": int(kept), "hf_loss_forward": int(loss_fwd), "hf_loss_backward": int(loss_bwd),
-        "hf_logits_held": int(held), "hf_autocast_weight_copies": int(copies), "hf_qlora_dequant": int(dequant),
-        "hf_optimizer_step": int(step), "hf_tied_embedding_grad": int(tied), "hf_grads_after_peak": int(grads - g),
+    act, g, at_loss = phases[best]
+    detail = _detail(layer, tokens, st, loss) | {"hf_peak_phase": best + 1, "hf_grads_after_peak": int(grads - g)}
+    return HFPeak(act, g, at_loss, st.working if best == 3 else 0.0, best + 1, detail)
+
+
+def _detail(layer: HFLayer, tokens: float, st: _Stack, loss: _Loss) -> dict:
+    """MemoryEstimate.detail's hf_* terms, whole bytes: one layer's kept tensors by kind, the stack's terms."""
+    per_layer = {f"hf_layer_{name}": int(value * tokens) for name, value in zip(HFLayer._fields, layer)}
+    return per_layer | {
+        "hf_stored": int(st.stored), "hf_checkpoints": int(st.checkpoints), "hf_recompute_working": int(st.working),
+        "hf_loss_kept": int(loss.kept), "hf_loss_forward": int(loss.forward), "hf_loss_backward": int(loss.backward),
+        "hf_logits_held": int(loss.held), "hf_autocast_weight_copies": int(st.copies),
+        "hf_qlora_dequant": int(st.dequant), "hf_optimizer_step": int(st.opt_step), "hf_tied_embedding_grad": int(st.tied),
     }
-    return HFPeak(act, g, loss, work, best + 1, detail)
 
 
-def _optimizer_step_bytes(c: Ctx, trained_params: float) -> float:
+def _optimizer_step_bytes(c: Ctx) -> float:
     """Transient of the optimizer step: transformers' Adafactor steps one tensor at a time through an fp32
     copy of it and an update of its size (optimization.py Adafactor.step), 8 bytes per element of the
     largest trained tensor; the fused / foreach torch optimizers and bitsandbytes' update in place."""
-    if c.optimizer != "adafactor" or trained_params <= 0:
+    if c.optimizer != "adafactor":
         return 0.0
     if c.frozen:
         largest = c.lora_rank * max(c.h, c.f)
