@@ -22,6 +22,8 @@ import sys
 from pydantic import ValidationError
 
 from .errors import AdvisorError
+from .inputs.finetune import ALL_LINEAR, LORA_TARGETS, PEFT_TARGETS
+from .inputs.optimizers import OPTIMIZERS
 from .inputs.precision import RECIPES
 from .inputs.stacks import STACKS
 
@@ -68,13 +70,20 @@ def _finetune_args(r: argparse.ArgumentParser) -> None:
                    help="pretrain / sft train every weight; lora and qlora train adapters on a frozen base")
     r.add_argument("--lora-rank", type=int, help="adapter rank r (lora, qlora; default 16)")
     r.add_argument("--lora-alpha", type=int, help="adapter scale numerator (default 2 x rank)")
-    r.add_argument("--lora-targets", nargs="+", choices=["qkv", "proj", "fc1", "fc2"],
-                   help="linears that get an adapter (default: all four)")
+    r.add_argument("--lora-targets", nargs="+", choices=list(LORA_TARGETS + PEFT_TARGETS + (ALL_LINEAR,)),
+                   help="linears that get an adapter: Megatron's fused qkv proj fc1 fc2, or PEFT's module names "
+                        "(q_proj ... down_proj, all-linear) (default: every linear of the block)")
+    r.add_argument("--lora-dropout", type=float, help="PEFT's lora_dropout (lora, qlora; default 0)")
+    r.add_argument("--optimizer", choices=list(OPTIMIZERS), default="adam",
+                   help="optimizer, for its state bytes (advisor.inputs.optimizers; default adam)")
+    r.add_argument("--master-weights", choices=["fp32", "none"], default="fp32",
+                   help="fp32: an fp32 master copy of the trained weights; none: pure 16-bit weights, gradients "
+                        "and optimizer states (default fp32)")
 
 
 def _finetune_fields(args) -> dict:
-    fields = {"task": args.task}
-    for key in ("lora_rank", "lora_alpha", "lora_targets"):
+    fields = {"task": args.task, "optimizer": args.optimizer, "master_weights": args.master_weights}
+    for key in ("lora_rank", "lora_alpha", "lora_targets", "lora_dropout"):
         value = getattr(args, key)
         if value is not None:
             fields[key] = tuple(value) if key == "lora_targets" else value

@@ -18,7 +18,7 @@ from .costmodel import memory_only
 from .costmodel.assumptions import Assumptions
 from .costmodel.context import is_shape_error
 from .costmodel.adapters import finetune_state_bytes
-from .costmodel.memory import model_state_bytes_per_param
+from .costmodel.memory import model_state_bytes_per_param, state_args
 from .errors import InputError
 from .inputs.architecture import count_parameters, gdn_shape_ok, mamba_shape_ok
 from .inputs.layout import Layout
@@ -30,16 +30,21 @@ __all__ = ["FactSpec", "CATALOGUE", "LAYOUT_GROUPS", "build_facts", "build_layou
            "state_bytes_per_param", "torchtitan_layers_per_stage", "ZERO_ONLY_MAX_GPUS", "UNSTATED"]
 
 GIB = 2**30
+_DEFAULT_ASSUMPTIONS = Assumptions()
 # training.framework / training.framework_version when the user states none (facts are never None)
 UNSTATED = "unstated"
 
 
-def state_bytes_per_param(precision: str) -> float:
+def state_bytes_per_param(precision: str, optimizer: str = "adam", master: str = "fp32", hidden: int = 1) -> float:
     """Model-state bytes per parameter with no sharding (Megatron-LM, mixed-precision Adam): 18 for
-    bf16/fp8, 20 for fp16. One source for the number: the cost model's per-stage table
-    (advisor.costmodel.memory.model_state_bytes_per_param, which cites Megatron-LM's
-    theoretical_memory_usage.py and DeepSpeed's estimators)."""
-    return sum(sum(part) for part in model_state_bytes_per_param("megatron", precision, 0))
+    bf16/fp8, 20 for fp16; another Training.optimizer or master_weights "none" changes the optimizer
+    and gradient parts (costmodel.memory.state_args: 8 for bf16 AdamW without a master copy). One
+    source for the number: the cost model's per-stage table (advisor.costmodel.memory.
+    model_state_bytes_per_param, which cites Megatron-LM's theoretical_memory_usage.py and DeepSpeed's
+    estimators)."""
+    sa = state_args(optimizer, master, hidden, _DEFAULT_ASSUMPTIONS)
+    return sum(sum(part) for part in model_state_bytes_per_param(
+        "megatron", precision, 0, main_grad_bytes=sa.main_grad_bytes, optimizer_bytes=sa.optimizer_bytes))
 
 
 # The cluster size up to which advice.small-cluster-tp-pp-when-zero-fits asks whether ZeRO alone fits
@@ -231,7 +236,7 @@ def build_facts(cluster: Cluster, model: Model, training: Training) -> dict[str,
     gpu = cluster.gpu
     gpu_bytes = gpu.memory
     node_gpus = cluster.gpus_in_node
-    per_param = state_bytes_per_param(training.precision)
+    per_param = state_bytes_per_param(training.precision, training.optimizer, training.master_weights, model.hidden)
     full_states = model.params * per_param
     states = full_states
     layer_states = counts.largest_layer * per_param

@@ -407,6 +407,12 @@ _TP_COMM_OVERLAP_SOURCES = ("mcore-h100-weak-", "megatron-lm-readme-h100-")
 # others.
 _FLEX_DISPATCHER_RECORDS = ("moe-zoo-default-deepseek-v3-", "moe-zoo-default-qwen3-235b-")
 
+# alignment-handbook recipes whose TRL config sets use_liger_kernel: true, i.e. Liger's fused linear
+# cross-entropy instead of full fp32 logits (Assumptions.hf_loss "chunked"): the SmolLM3 ones only
+# (github:huggingface/alignment-handbook@925acdfe4b2b4e38c3dabd1851bc418f0b656351 recipes/smollm3/sft/sft.yaml
+# line 225, sft/mid.yaml, dpo/apo.yaml; no other recipe of that commit sets it).
+_LIGER_LOSS_RECORDS = ("hf-ah-smollm3-",)
+
 
 def _build(r: dict) -> PublishedRecord:
     rec = PublishedRecord(id=r["id"], raw=r)
@@ -511,6 +517,9 @@ def _build(r: dict) -> PublishedRecord:
     if r["id"].startswith(_FLEX_DISPATCHER_RECORDS):
         rec.assumptions["moe_token_dispatcher"] = "deepep"
         A.append("flex token dispatcher with DeepEP (the Model Zoo's runtime.conf)")
+    if r["id"].startswith(_LIGER_LOSS_RECORDS):
+        rec.assumptions["hf_loss"] = "chunked"
+        A.append("Liger fused linear cross-entropy, hf_loss chunked (the recipe's use_liger_kernel: true)")
     if kind == "fsdp" and "trl" in fw:
         # alignment-handbook recipes load the model with torch_dtype: bfloat16: no fp32 master copy
         rec.assumptions["fsdp_state_bytes"] = (2.0, 2.0, 4.0)

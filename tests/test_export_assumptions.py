@@ -51,6 +51,9 @@ NOT_RUN_SETTINGS = {
     "deepspeed_bucket_elements": "DeepSpeed's reduce_bucket_size (the DeepSpeed JSON writes it)",
     "fsdp_state_bytes": "torchtitan's FSDP mixed-precision policy",
     "logits_bytes_other": "Hugging Face / torchtitan losses",
+    "hf_autocast": "how a Hugging Face training loop runs (bf16=True)",
+    "hf_logits_held": "how a Hugging Face training loop holds the model output",
+    "hf_loss": "a Hugging Face stack's loss (TRL chunked_nll, Liger)",
 }
 
 CLUSTER = Cluster(gpu="H100", gpus=64)

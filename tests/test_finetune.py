@@ -54,7 +54,7 @@ def test_unknown_task_and_target_are_refused_by_field():
     with pytest.raises(InputError, match="training.task"):
         as_training({"task": "rlhf"})
     with pytest.raises(InputError, match="training.lora_targets"):
-        as_training({"task": "lora", "lora_targets": ["q_proj"]})
+        as_training({"task": "lora", "lora_targets": ["query_key_value"]})
 
 
 def test_rank_above_hidden_is_refused():

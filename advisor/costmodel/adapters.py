@@ -35,9 +35,14 @@ Sources:
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+from ..inputs.finetune import ALL_LINEAR, PEFT_TARGETS, priced_targets
 from .context import Ctx
 
-__all__ = ["NF4_BITS_PER_PARAM", "NF4_BYTES_PER_PARAM", "FROZEN_WEIGHT_BYTES", "target_shapes", "layer_adapter_params",
+__all__ = ["NF4_BITS_PER_PARAM", "NF4_BYTES_PER_PARAM", "FROZEN_WEIGHT_BYTES", "AdaptedLinear", "layer_linears",
+           "adapted_linears",
+           "layer_adapter_params",
            "stage_adapter_params", "adapter_forward_flops", "adapter_gemm_calls", "adapter_activation_bytes",
            "base_linear_params", "dequant_bytes", "model_adapter_params", "finetune_state_bytes"]
 
@@ -50,22 +55,50 @@ bf16 model; PEFT on Transformers loads with torch_dtype=bfloat16); no fp32 maste
 parameter the optimizer never steps."""
 
 
-def target_shapes(c: Ctx) -> dict[str, tuple[int, int]]:
-    """(d_in, d_out) of each LoRA target in a dense layer: qkv h -> wq + wk + wv, proj wo -> h,
-    fc1 h -> f (2f gated: gate and up fused), fc2 f -> h."""
-    up = 2 if c.gated else 1
-    return {"qkv": (c.h, c.wq + c.wk + c.wv), "proj": (c.wo, c.h), "fc1": (c.h, up * c.f), "fc2": (c.f, c.h)}
+class AdaptedLinear(NamedTuple):
+    """One linear of a layer that gets an adapter: its name, input and output widths, whether it is in
+    the MLP (an expert's linear in an MoE layer) and whether its base is column-parallel under TP."""
+
+    name: str
+    d_in: int
+    d_out: int
+    mlp: bool
+    column: bool
+
+
+def layer_linears(targets: tuple, h: int, wq: int, wk: int, wv: int, wo: int, f: int, gated: bool) -> tuple:
+    """The AdaptedLinears of `targets` (Training.lora_targets, either naming) in one dense layer of MLP
+    width f, in a fixed order: qkv h -> wq + wk + wv, proj wo -> h, fc1 h -> f (2f gated: gate and up
+    fused), fc2 f -> h; PEFT's q_proj, k_proj, v_proj h -> wq / wk / wv, o_proj wo -> h, gate_proj and
+    up_proj h -> f (gate_proj only in a gated MLP), down_proj f -> h."""
+    up = 2 if gated else 1
+    modules = PEFT_TARGETS if ALL_LINEAR in targets else targets
+    catalogue = (
+        ("qkv", h, wq + wk + wv, False, True), ("proj", wo, h, False, False),
+        ("fc1", h, up * f, True, True), ("fc2", f, h, True, False),
+        ("q_proj", h, wq, False, True), ("k_proj", h, wk, False, True), ("v_proj", h, wv, False, True),
+        ("o_proj", wo, h, False, False), ("gate_proj", h, f if gated else 0, True, True),
+        ("up_proj", h, f, True, True), ("down_proj", f, h, True, False),
+    )
+    return tuple(AdaptedLinear(*row) for row in catalogue if row[0] in modules and row[2])
+
+
+def _linears(c: Ctx, f: int | None = None) -> tuple:
+    return layer_linears(c.lora_targets, c.h, c.wq, c.wk, c.wv, c.wo, c.f if f is None else f, c.gated)
+
+
+def adapted_linears(c: Ctx) -> tuple:
+    """The AdaptedLinears of one dense layer of c's model (Training.lora_targets)."""
+    return _linears(c)
 
 
 def _moe_mlp_shapes(c: Ctx) -> tuple[float, float]:
-    """(r-multiplier of the routed experts, of the shared experts) for fc1 + fc2 in an MoE layer: one
-    adapter per expert linear, d_in + d_out summed over fc1 and fc2."""
-    up = 2 if c.gated else 1
+    """(r-multiplier of the routed experts, of the shared experts) for the MLP targets in an MoE layer:
+    one adapter per expert linear, d_in + d_out summed over its adapted linears."""
     per_expert = 0.0
-    if "fc1" in c.lora_targets:
-        per_expert += c.h + up * c.f_moe
-    if "fc2" in c.lora_targets:
-        per_expert += c.f_moe + c.h
+    for lin in _linears(c, c.f_moe):
+        if lin.mlp:
+            per_expert += lin.d_in + lin.d_out
     return c.experts * per_expert, c.shared * per_expert
 
 
@@ -73,9 +106,9 @@ def layer_adapter_params(c: Ctx) -> tuple[float, float, float]:
     """Adapter parameters: (per dense layer on one TP rank, per MoE layer outside the routed experts on
     one TP rank, per MoE layer in all routed experts, before the ep x etp split)."""
     r, t = c.lora_rank, c.tp
-    shapes = target_shapes(c)
-    attn = sum(r * sum(shapes[k]) for k in ("qkv", "proj") if k in c.lora_targets)
-    mlp = sum(r * sum(shapes[k]) for k in ("fc1", "fc2") if k in c.lora_targets)
+    lins = _linears(c)
+    attn = sum(r * (lin.d_in + lin.d_out) for lin in lins if not lin.mlp)
+    mlp = sum(r * (lin.d_in + lin.d_out) for lin in lins if lin.mlp)
     dense = (attn + mlp) / t
     if c.experts <= 1:
         return dense, 0.0, 0.0
@@ -100,9 +133,10 @@ def adapter_forward_flops(c: Ctx, n_dense: float, n_moe: float) -> float:
 
 def adapter_gemm_calls(c: Ctx, n_dense: float, n_moe: float) -> float:
     """Adapter GEMM calls of one forward over n_dense + n_moe layers: 2 per targeted linear (A, B);
-    an MoE layer's fc1/fc2 adapters once per local expert and once for the shared experts."""
-    attn = 2.0 * sum(k in c.lora_targets for k in ("qkv", "proj"))
-    mlp = 2.0 * sum(k in c.lora_targets for k in ("fc1", "fc2"))
+    an MoE layer's MLP adapters once per local expert and once for the shared experts."""
+    lins = _linears(c)
+    attn = 2.0 * sum(not lin.mlp for lin in lins)
+    mlp = 2.0 * sum(lin.mlp for lin in lins)
     calls = n_dense * (attn + mlp)
     if n_moe:
         calls += n_moe * (attn + mlp * (c.experts / c.ep + (1.0 if c.shared else 0.0)))
@@ -113,12 +147,13 @@ def adapter_activation_bytes(c: Ctx) -> float:
     """Bytes per token one layer's adapters add to the stored activations on one rank: the r-wide
     16-bit output of A (the input of B) per target, gathered over TP (2r), and under sequence
     parallelism the full-sequence copy of the input that a column-parallel target's adapter gathers
-    itself (2h each for qkv and fc1). The input of a target without SP is the tensor the base linear
-    already keeps."""
-    n = len(c.lora_targets)
-    b = 2.0 * c.lora_rank * n
+    itself (2h each for a column-parallel target: qkv, fc1, q/k/v_proj, gate/up_proj). The input of a
+    target without SP is the tensor the base linear already keeps. (The Hugging Face stacks' PEFT
+    adapters keep more: costmodel.hf.)"""
+    lins = _linears(c)
+    b = 2.0 * c.lora_rank * len(lins)
     if c.sp and c.tp > 1:
-        b += 2.0 * c.h * sum(k in c.lora_targets for k in ("qkv", "fc1"))
+        b += 2.0 * c.h * sum(lin.column for lin in lins)
     return b
 
 
@@ -143,7 +178,7 @@ def dequant_bytes(c: Ctx, n_dense: float, n_moe: float) -> float:
 
 def model_adapter_params(model, rank: int, targets: tuple) -> int:
     """All adapter parameters of `model` (an inputs.Model) for rank r on `targets`: r * (d_in + d_out)
-    per targeted linear, per layer; MoE layers adapt each routed and shared expert's fc1/fc2."""
+    per targeted linear, per layer; MoE layers adapt each routed and shared expert's MLP linears."""
     h, f = model.hidden, model.ffn_hidden
     hd = model.head_dim or h // model.heads
     if model.mla is not None:
@@ -153,11 +188,16 @@ def model_adapter_params(model, rank: int, targets: tuple) -> int:
     else:
         wq = wo = model.heads * hd
         wk = wv = (model.kv_heads or model.heads) * hd
-    up = 2 if model.activation == "swiglu" else 1
-    attn = (h + wq + wk + wv if "qkv" in targets else 0) + (wo + h if "proj" in targets else 0)
+    gated = model.activation == "swiglu"
+
+    def widths(lins: tuple, mlp: bool) -> int:
+        return sum(lin.d_in + lin.d_out for lin in lins if lin.mlp == mlp)
+
+    dense_lins = layer_linears(targets, h, wq, wk, wv, wo, f, gated)
+    attn = widths(dense_lins, False)
 
     def mlp(width: int) -> int:
-        return (h + up * width if "fc1" in targets else 0) + (width + h if "fc2" in targets else 0)
+        return widths(layer_linears(targets, h, wq, wk, wv, wo, width, gated), True)
 
     if model.experts <= 1:
         return rank * model.layers * (attn + mlp(f))
@@ -173,7 +213,7 @@ def finetune_state_bytes(model, counts, training, full_bytes_per_param: float) -
     """Unsharded model states of a LoRA / QLoRA job: the frozen base at 16 bits (QLoRA: its linear
     layers at NF4's 4.127 bits) plus the adapters at the full-training bytes per parameter."""
     rank = training.lora_rank or 16
-    targets = tuple(training.lora_targets or ("qkv", "proj", "fc1", "fc2"))
+    targets = priced_targets(training.lora_targets, training.framework)
     base = model.params * FROZEN_WEIGHT_BYTES
     if training.task == "qlora":
         layers = counts.dense_layer_count + counts.moe_layer_count

@@ -279,12 +279,41 @@ class Assumptions(BaseModel):
     environment-variable docs) x up to 16 channels x 2 directions. Assumption."""
 
     fragmentation_fraction: float = Field(0.05, strict=True, ge=0, le=1)
-    """Allocator fragmentation as a fraction of activations and buffers: Megatron-LM applies 5 %
-    (megatron/training/theoretical_memory_usage.py, `compute_activation_memory_without_sp` x 1.05)."""
+    """The caching allocator's reserve (MemoryEstimate.detail "fragmentation"), as a fraction of the
+    activations and buffers, the memory a step allocates and frees: PyTorch's allocator rounds every
+    request up to 512 bytes, packs requests up to 1 MiB into 2 MiB segments, serves 1-10 MiB ones from
+    20 MiB segments and rounds larger ones to 2 MiB, and keeps freed blocks cached by size, so reserved
+    memory exceeds the allocated by rounding and by free blocks too small or on the wrong stream for the
+    next request (github:pytorch/pytorch@eb42ad6eca0ce61e7c581212b4bf32f991425571
+    c10/cuda/CUDACachingAllocator.cpp: kMinBlockSize, kSmallBuffer, kLargeBuffer, kMinLargeAlloc,
+    kRoundLarge). 5 % is Megatron-LM's allowance (megatron/training/theoretical_memory_usage.py,
+    `compute_activation_memory_without_sp` x 1.05). Separate from the planner's headroom, which ranks
+    layouts above 85 % / 95 % of GPU memory after the others (planner/ranking.py)."""
 
     host_buffer_factor: float = Field(1.5, strict=True, ge=1, le=MAX_HOST_BUFFER_FACTOR)
     """Host-memory head-room factor for offloaded states (DeepSpeed estimators'
     `additional_buffer_factor=1.5`)."""
+
+    # ---------------------------------------------------------------- memory: the Hugging Face stack
+    hf_autocast: bool = True
+    """Training.framework "hf-trl" / "hf-accelerate": the forward runs under torch.autocast(bf16), as the
+    Trainer, TRL and Accelerate do with bf16=True / mixed_precision "bf16" (accelerate wraps the model's
+    forward). False: a loop on a 16-bit model without autocast, where PEFT's fp32 adapters run in fp32 on
+    an fp32 copy of each input (4 bytes kept per input element instead of autocast's 2-byte cast). fp32
+    weights train in 16-bit only under autocast and are priced so either way (costmodel.hf)."""
+
+    hf_logits_held: bool | Literal["auto"] = "auto"
+    """The training loop holds the model output, and with it the 16-bit logits (2 bytes per token x
+    vocabulary), through the backward: a loop written `out = model(**batch); out.loss.backward()`, as
+    Accelerate's examples are. The Trainer and TRL's SFTTrainer drop it when compute_loss returns, before
+    the backward (transformers trainer.py training_step). "auto": held for "hf-accelerate", not for
+    "hf-trl"."""
+
+    hf_loss: Literal["full-logits", "chunked"] = "full-logits"
+    """How the Hugging Face stacks compute the loss: "full-logits", transformers' ForCausalLMLoss (fp32
+    logits, log-softmax and its gradient for every token: 10-12 bytes per token x vocabulary at the loss);
+    "chunked", TRL's loss_type="chunked_nll" (256-token checkpointed chunks) or Liger's fused linear
+    cross-entropy (TRL use_liger_kernel): a copy of the final hidden states and one chunk's logits."""
 
     # ---------------------------------------------------------------- communication
     nvlink_efficiency: float = Field(0.8, strict=True, ge=MIN_EFFICIENCY, le=1)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..errors import InputError
 from ..inputs.architecture import ParameterCount, count_parameters, gdn_dims, hybrid_counts, mamba_dims, windowed_layers
-from ..inputs.finetune import DEFAULT_LORA_RANK, DEFAULT_LORA_TARGETS, FROZEN_BASE_TASKS
+from ..inputs.finetune import DEFAULT_LORA_RANK, FROZEN_BASE_TASKS, priced_targets
 from ..inputs.pipeline import stage_layers
 from ..inputs.precision import recipe
 from ..inputs.profile import Profile, profile_for
@@ -85,6 +85,11 @@ class Ctx:
     qlora: bool        # the frozen linears are stored in 4-bit NF4
     lora_rank: int     # 0 unless frozen
     lora_targets: tuple
+    lora_dropout: float  # PEFT's lora_dropout (0 unless frozen)
+    # the stated stack and optimizer (Training.framework, .optimizer, .master_weights; costmodel.hf)
+    stated_stack: str | None  # Training.framework; inputs.stacks.HF_STACKS run transformers' model code (costmodel.hf)
+    optimizer: str
+    master: str        # "fp32" or "none"
     # sequence
     seq: int
     seq_attn: float    # keys per query the attention FLOPs count, as a full s x s matrix would (sliding windows)
@@ -226,7 +231,9 @@ def _static(cluster, model, training) -> tuple:
         kv_params=kv_params, pos_params=pc.embedding - vocab * h,
         frozen=frozen, qlora=training.task == "qlora",
         lora_rank=(training.lora_rank or DEFAULT_LORA_RANK) if frozen else 0,
-        lora_targets=tuple(training.lora_targets or DEFAULT_LORA_TARGETS) if frozen else (),
+        lora_targets=priced_targets(training.lora_targets, training.framework) if frozen else (),
+        lora_dropout=(training.lora_dropout or 0.0) if frozen else 0.0,
+        stated_stack=training.framework, optimizer=training.optimizer, master=training.master_weights,
         capacity=g.memory, peak=peak, peak_fp8=g.peak_flops_fp8 or peak,
         peak_fp4=g.peak_flops_fp4 or g.peak_flops_fp8 or peak, hbm=hbm_bandwidth(g),
         nvlink_bw=cluster.intra_node_bandwidth / 2.0, net_bw=cluster.inter_node_bandwidth,

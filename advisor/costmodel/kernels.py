@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from ..inputs.stacks import HF_STACKS
+from .adapters import adapted_linears
 from .context import Ctx, remember
 
 __all__ = ["Linear", "Passes", "Part", "gemm_passes", "grouped_passes", "parts", "attention_core_seconds",
@@ -211,6 +213,14 @@ def eager_stored_bytes(c: Ctx) -> tuple[float, float]:
 KERNELS_MEGATRON_LAYER = 40.0
 
 
+# Kernels one PEFT LoRA adapter adds to its linear, forward + backward (huggingface/peft@b28a09c44695163806dc2d560ec2faa1ce2949c5
+# src/peft/tuners/lora/layer.py Linear.forward: the input cast to the adapter's dtype, lora_A, lora_B,
+# `* scaling`, the add to the base output and the cast back; backward: the casts' and the scaling's
+# gradients, a data- and a weight-gradient GEMM for each of lora_A and lora_B, and the add of its
+# input gradient to the base linear's).
+KERNELS_PEFT_LORA = 15.0
+
+
 def host_layer_seconds(c: Ctx, recompute: bool) -> float:
     """Seconds the host takes to issue one decoder layer forward + backward on c's stack, from the
     profile's measured host costs: the eager layer as measured (its recompute variant with full
@@ -220,7 +230,10 @@ def host_layer_seconds(c: Ctx, recompute: bool) -> float:
         return 0.0
     host = c.prof.host
     if c.stack == "eager":
-        return host.eager_layer_recompute if recompute else host.eager_layer
+        layer = host.eager_layer_recompute if recompute else host.eager_layer
+        if c.frozen and c.stated_stack in HF_STACKS:     # each PEFT adapter's own kernels (6 of them forward)
+            layer += (KERNELS_PEFT_LORA + (6.0 if recompute else 0.0)) * len(adapted_linears(c)) * host.per_kernel
+        return layer
     kernels = KERNELS_MEGATRON_LAYER * (4.0 / 3.0 if recompute else 1.0)
     return kernels * host.per_kernel
 

@@ -39,8 +39,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from ..inputs.optimizers import MASTER_BYTES, moment_bytes
 from .adapters import FROZEN_WEIGHT_BYTES, NF4_BYTES_PER_PARAM, adapter_activation_bytes, stage_adapter_params
 from .context import Ctx, remember
+from .hf import applies as hf_applies, hf_peak
 
 __all__ = [
     "detail_dict",
@@ -50,14 +52,48 @@ __all__ = [
     "stage_memory",
     "memory_terms",
     "MemoryTerms",
+    "StateArgs",
+    "state_args",
 ]
 
 
 # --------------------------------------------------------------------------- model states
 
+class StateArgs(NamedTuple):
+    """The model_state_bytes_per_param arguments that the optimizer and the master-weight policy set."""
+
+    fp32_grad_partition: bool
+    main_grad_bytes: float
+    fsdp_bytes: tuple
+    optimizer_bytes: float
+    deepspeed_optimizer_bytes: float
+
+
+def state_args(optimizer: str, master: str, hidden: int, A) -> StateArgs:
+    """What model_state_bytes_per_param takes for Training.optimizer and .master_weights
+    (advisor.inputs.optimizers). Adam / AdamW with an fp32 master is what every framework row below
+    describes, so the Assumptions' values stand unchanged. Another optimizer replaces the moments
+    (Megatron and DeepSpeed: the 4-byte master plus its moments; FSDP: the moments beside its fp32
+    parameters). Without a master copy every state is 16-bit: parameters 2, gradients 2 (no fp32 main
+    gradient or DeepSpeed fp32 partition), moments at 2 bytes each."""
+    if master == "none":
+        m = moment_bytes(optimizer, "none", hidden)
+        return StateArgs(False, 2.0, (2.0, 2.0, m), m, m)
+    if optimizer in ("adam", "adamw"):
+        return StateArgs(A.deepspeed_fp32_grad_partition, A.megatron_main_grad_bytes, A.fsdp_state_bytes,
+                         A.megatron_optimizer_bytes, ADAM_MIXED_BYTES)
+    m = moment_bytes(optimizer, "fp32", hidden)
+    return StateArgs(A.deepspeed_fp32_grad_partition, A.megatron_main_grad_bytes,
+                     (A.fsdp_state_bytes[0], A.fsdp_state_bytes[1], m), MASTER_BYTES + m, MASTER_BYTES + m)
+
+
+# Mixed-precision Adam's optimizer states: fp32 master + m + v (ZeRO paper §3.1, K = 12).
+ADAM_MIXED_BYTES = 12.0
+
+
 def model_state_bytes_per_param(framework: str, precision: str, zero: int, fp32_grad_partition: bool = True,
                                 main_grad_bytes: float = 4.0, fsdp_bytes=(4.0, 4.0, 8.0),
-                                optimizer_bytes: float = 12.0):
+                                optimizer_bytes: float = 12.0, deepspeed_optimizer_bytes: float = ADAM_MIXED_BYTES):
     """Bytes per parameter as ((w_rep, w_shard), (g_rep, g_shard), (o_rep, o_shard)): the replicated
     part stays whole on every rank, the sharded part is divided by the data-parallel group size.
 
@@ -68,7 +104,8 @@ def model_state_bytes_per_param(framework: str, precision: str, zero: int, fp32_
         fp16:     params 2, fp16 grads 2, optimizer 16 (+ fp32 grad copy) -> 20 or 4 + 16/d
     deepspeed / megatron+deepspeed (ZeRO paper §5.1; DeepSpeed estimators):
         params 2, fp16 grads 2, fp32 grad partition 4 (when `fp32_grad_partition`), optimizer 12;
-        ZeRO-3 keeps no separate full fp16 gradient (estimator: 18P/N).
+        ZeRO-3 keeps no separate full fp16 gradient (estimator: 18P/N); `deepspeed_optimizer_bytes`
+        replaces the 12 for another optimizer or no master copy (state_args).
     torchtitan (PyTorch FSDP): `fsdp_bytes` = (params, grads, optimizer), default fp32 4/4/8 sharded
         (FSDP2 MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)); zero 0 = replicated (DDP).
     """
@@ -85,13 +122,14 @@ def model_state_bytes_per_param(framework: str, precision: str, zero: int, fp32_
             return (pw, 0), (pg, 0), (po, 0)
         return (0, pw), (0, pg), (0, po)
     f32 = 4 if fp32_grad_partition else 0
+    o = deepspeed_optimizer_bytes
     if zero == 0:
-        return (2, 0), (2 + f32, 0), (12, 0)
+        return (2, 0), (2 + f32, 0), (o, 0)
     if zero == 1:
-        return (2, 0), (2, f32), (0, 12)
+        return (2, 0), (2, f32), (0, o)
     if zero == 2:
-        return (2, 0), (0, 2 + f32), (0, 12)
-    return (0, 2), (0, f32 or 2), (0, 12)
+        return (2, 0), (0, 2 + f32), (0, o)
+    return (0, 2), (0, f32 or 2), (0, o)
 
 
 # --------------------------------------------------------------------------- activations
@@ -393,9 +431,10 @@ def _state_invariants(c: Ctx, A) -> tuple:
     moe_other = attn + (pc.moe_mlp - routed - c.h * c.experts) / tp + c.h * c.experts + pc.norms
     word = c.vpad * c.h / tp
     # ---- bytes per parameter: replicated + sharded over the dense (dp*cp) or expert-DP group
+    sa = state_args(c.optimizer, c.master, c.h, A)
     (w_r, w_s), (g_r, g_s), (o_r, o_s) = model_state_bytes_per_param(
-        c.framework, c.precision, c.zero, A.deepspeed_fp32_grad_partition, A.megatron_main_grad_bytes,
-        A.fsdp_state_bytes, A.megatron_optimizer_bytes)
+        c.framework, c.precision, c.zero, sa.fp32_grad_partition, sa.main_grad_bytes, sa.fsdp_bytes,
+        sa.optimizer_bytes, sa.deepspeed_optimizer_bytes)
     nd, ne = c.dense_shard, c.edp
     per_param = (w_r + w_s / nd, w_r + w_s / ne, g_r + g_s / nd, g_r + g_s / ne, o_r + o_s / nd, o_r + o_s / ne,
                  w_s, g_s, nd, ne)
@@ -678,7 +717,8 @@ def detail_dict(detail: tuple, cuda_context: int, nccl: float, frag: float) -> d
     """MemoryEstimate.detail: stage_memory's detail values in whole bytes (or counts), then the
     reserve's terms. Built only for the reported stage."""
     (w_dense, w_exp, fp8_copy, act_layers, act_emb, act_out, act_work, zero3_live, fsdp, bucket, pp_buf, tpo,
-     dense, expert, n_layers, inflight) = detail
+     dense, expert, n_layers, inflight) = detail[:16]
+    named = detail[16] if len(detail) > 16 else {}      # the Hugging Face stacks' terms (costmodel.hf)
     return {
         "weights_dense": int(w_dense), "weights_expert": int(w_exp), "fp8_weight_copies": int(fp8_copy),
         "act_layers": int(act_layers), "act_embedding": int(act_emb), "act_logits": int(act_out),
@@ -686,7 +726,7 @@ def detail_dict(detail: tuple, cuda_context: int, nccl: float, frag: float) -> d
         "deepspeed_reduce_bucket": int(bucket), "pp_buffers": int(pp_buf), "tp_overlap_buffers": int(tpo),
         "params_dense": int(dense), "params_expert": int(expert), "layers": n_layers,
         "chunks_in_flight": inflight, "cuda_context": cuda_context, "nccl": int(nccl), "fragmentation": int(frag),
-    }
+    } | named
 
 
 def stage_params(detail: tuple) -> tuple[int, int]:
@@ -741,6 +781,10 @@ def memory_terms(c: Ctx, A) -> tuple[MemoryTerms, dict]:
     acts = _act_invariants(c, A)
     for k, states in zip(c.candidates, _states(c, A)):
         w, g, o, act, buf, host, nvme, det = stage_memory(c, A, k, states, acts)
+        if c.stated_stack is not None and hf_applies(c):     # the Hugging Face stacks' own terms (costmodel.hf)
+            peak = hf_peak(c, A, g, det[12] + det[13])
+            g, act = peak.gradients, peak.activations
+            det = det[:3] + (act - peak.loss - peak.working, 0.0, peak.loss, peak.working) + det[7:] + (peak.detail,)
         details[k] = det
         frag = A.fragmentation_fraction * (act + buf)
         reserve = A.cuda_context_bytes + nccl + frag

@@ -43,7 +43,8 @@ from .comm import (
     tp_plan,
     tp_unhidden,
 )
-from .adapters import adapter_forward_flops, adapter_gemm_calls, dequant_bytes, stage_adapter_params
+from ..inputs.stacks import HF_STACKS
+from .adapters import adapted_linears, adapter_forward_flops, adapter_gemm_calls, dequant_bytes, stage_adapter_params
 from .context import Ctx, moe_layers_before, remember
 from .kernels import attention_core_seconds, combine_host, eager_stored_bytes, host_layer_seconds, parts
 from .memory import act_layers_of, offloaded_layers
@@ -554,6 +555,8 @@ def _stage_compute(c: Ctx, A, n_dense: int, n_moe: int, last: bool, plan: Comput
         ad_t, ad_f = _adapter_compute(c, A, n_dense, n_moe, tokens, P.hbm)
         lin_t += ad_t
         lin_f += ad_f
+    if c.stated_stack in HF_STACKS and c.stack == "eager" and kinds is None:
+        ew_t += _hf_norm_seconds(c, n_dense + n_moe, c.s_loc * c.b)
     gpu = lin_t + attn_t + ew_t
     layers = (n_dense + n_moe) if kinds is None else sum(kinds)
     return combine_host(gpu, layers * P.host_layer, A.host_overlap_exponent), lin_f + attn_f, attn_t
@@ -569,10 +572,62 @@ def _adapter_compute(c: Ctx, A, n_dense: int, n_moe: int, tokens: float, hbm: fl
     passes = 4.0 if c.recompute == "full" else 3.0
     flops = adapter_forward_flops(c, n_dense, n_moe) * passes * tokens
     calls = adapter_gemm_calls(c, n_dense, n_moe) * passes   # 2 fwd + 4 bwd (+ 2 recompute) per target
-    t = calls * c.prof.gemm_seconds("bf16", flops / calls, c.lora_rank) if calls else 0.0
+    # PEFT's fp32 adapters on fp32 inputs (no autocast) run on the CUDA cores: a GEMM FP32_CORE_SHARE
+    # as fast, timed as the 16-bit GEMM that takes as long (time-equivalent work, as profiles rescale)
+    fp32 = c.stated_stack in HF_STACKS and not A.hf_autocast
+    work = flops / calls / (FP32_CORE_SHARE if fp32 else 1.0) if calls else 0.0
+    t = calls * c.prof.gemm_seconds("bf16", work, c.lora_rank) if calls else 0.0
     if c.qlora:
         t += dequant_bytes(c, n_dense, n_moe) / hbm
+    if c.stated_stack in HF_STACKS and c.hyb is None:
+        t += _peft_output_seconds(c, A, n_dense + n_moe, tokens * c.tp)
     return t, flops
+
+
+# HBM bytes per element of a PEFT adapter's output, forward and backward, by the adapter's dtype
+# (huggingface/peft@b28a09c44695163806dc2d560ec2faa1ce2949c5 src/peft/tuners/lora/layer.py
+# Linear.forward: `result = result + lora_B(lora_A(dropout(x))) * scaling; result.to(torch_result_dtype)`).
+# fp32 adapters on a 16-bit model (no autocast): lora_B writes fp32 (4), `* scaling` reads and writes
+# it (8), the add reads the 16-bit base output and the fp32 term and writes fp32 (type promotion,
+# 10), the cast back reads it and writes 16-bit (6): 28 forward; backward, the cast's gradient (2 in,
+# 4 out), the fp32 gradient cast to the base output's 16-bit (4 in, 2 out) and the scaling's (4 in, 4
+# out): 20. Under autocast the adapters run in bf16 and the term is 16-bit: 2 + 4 + 6 forward, 4 + 4
+# backward.
+PEFT_OUTPUT_BYTES = {False: (28.0, 20.0), True: (12.0, 8.0)}
+
+# FP32 (CUDA-core) peak over the dense 16-bit tensor peak: an fp32 GEMM runs there, PyTorch's default
+# (torch.backends.cuda.matmul.allow_tf32 False) keeping it off the tensor cores. H100 / H200 SXM
+# datasheets: FP32 67 TFLOPS, BF16 989 dense (A100 19.5 / 312 = 0.062).
+FP32_CORE_SHARE = 67.0 / 989.0
+
+# Extra HBM bytes per hidden element of one transformers RMSNorm over a fused one, forward and backward
+# (huggingface/transformers models/llama/modeling_llama.py LlamaRMSNorm.forward: to(float32), pow(2),
+# mean, rsqrt, multiply, to(input dtype), multiply by the weight, each its own kernel on a 16-bit input:
+# 36 bytes per element forward against a fused norm's 4; their autograd backward ~66 against ~10).
+HF_NORM_EXTRA_BYTES = (32.0, 56.0)
+
+
+def _hf_norm_seconds(c: Ctx, layers: int, tokens: float) -> float:
+    """Seconds the transformers RMSNorm's unfused fp32 kernels add over a fused norm to one micro-batch
+    of `layers` layers (two norms each) on one rank, at the profile's streaming bandwidth (the forward
+    again under full recompute)."""
+    fwd, bwd = HF_NORM_EXTRA_BYTES
+    per_token = 2.0 * c.h * (fwd * (2.0 if c.recompute == "full" else 1.0) + bwd)
+    size = 4.0 * tokens * c.h
+    return layers * per_token * tokens / (c.prof.memory_bandwidth * c.prof.memory_bound.at(size))
+
+
+def _peft_output_seconds(c: Ctx, A, layers: int, tokens: float) -> float:
+    """Seconds PEFT's adapter output path adds to one micro-batch of `layers` layers on one rank: every
+    element of each adapted linear's output passes through these element-wise kernels at the width of
+    the base linear's output, timed by the profile's streaming-bandwidth curve (forward again under
+    full recompute)."""
+    fwd, bwd = PEFT_OUTPUT_BYTES[bool(A.hf_autocast)]
+    per_token = (fwd * (2.0 if c.recompute == "full" else 1.0) + bwd) * sum(lin.d_out for lin in adapted_linears(c))
+    size = 4.0 * tokens * max((lin.d_out for lin in adapted_linears(c)), default=0)
+    if not per_token or not size:
+        return 0.0
+    return layers * per_token * tokens / (c.prof.memory_bandwidth * c.prof.memory_bound.at(size))
 
 
 def _plans(c: Ctx, A) -> tuple:

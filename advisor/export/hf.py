@@ -17,11 +17,12 @@ from __future__ import annotations
 import json
 
 from ..errors import InputError
-from ..inputs.finetune import FROZEN_BASE_TASKS, HF_MODULES
+from ..inputs.finetune import FROZEN_BASE_TASKS, peft_modules
 from ..inputs.layout import Layout
 from ..inputs.specs import Cluster, Model, Training
 
-__all__ = ["ACCELERATE_SOURCE", "PEFT_SOURCE", "ACCELERATE_KEYS", "LORA_KEYS", "accelerate_config", "peft_config"]
+__all__ = ["ACCELERATE_SOURCE", "PEFT_SOURCE", "TRAINER_SOURCE", "ACCELERATE_KEYS", "LORA_KEYS", "TRAINER_OPTIM",
+           "accelerate_config", "peft_config"]
 
 ACCELERATE_SOURCE = ("huggingface/accelerate 1.15.0: src/accelerate/commands/config/config_args.py (ClusterConfig), "
                      "src/accelerate/commands/launch.py (launch_command_parser)")
@@ -31,7 +32,14 @@ PEFT_SOURCE = "huggingface/peft 0.21.2: src/peft/tuners/lora/config.py (LoraConf
 ACCELERATE_KEYS = ("compute_environment", "distributed_type", "num_machines", "num_processes", "machine_rank",
                    "main_training_function", "rdzv_backend", "same_network", "use_cpu", "deepspeed_config")
 ACCELERATE_DEEPSPEED_KEYS = ("deepspeed_config_file", "zero3_init_flag", "deepspeed_multinode_launcher")
-LORA_KEYS = ("r", "lora_alpha", "target_modules", "bias", "task_type")
+LORA_KEYS = ("r", "lora_alpha", "lora_dropout", "target_modules", "bias", "task_type")
+TRAINER_SOURCE = ("huggingface/transformers: src/transformers/training_args.py (TrainingArguments.optim, "
+                  "OptimizerNames)")
+# The Trainer's `optim` name of each Training.optimizer (transformers OptimizerNames): torch's fused AdamW
+# (Adam with the Trainer's default weight_decay 0 is the same update), bitsandbytes' 8-bit and paged 8-bit
+# AdamW, transformers' Adafactor, torch SGD (momentum 0), bitsandbytes' 32-bit Lion.
+TRAINER_OPTIM = {"adam": "adamw_torch_fused", "adamw": "adamw_torch_fused", "adamw-8bit": "adamw_bnb_8bit",
+                 "paged-adamw-8bit": "paged_adamw_8bit", "adafactor": "adafactor", "sgd": "sgd", "lion": "lion_32bit"}
 BNB_KEYS = ("load_in_4bit", "bnb_4bit_quant_type", "bnb_4bit_use_double_quant", "bnb_4bit_compute_dtype")
 
 
@@ -68,21 +76,25 @@ def accelerate_config(layout: Layout, model: Model, training: Training, cluster:
 
 def peft_config(model: Model, training: Training) -> str:
     """JSON of the keyword arguments of PEFT's LoraConfig (and, for QLoRA, transformers'
-    BitsAndBytesConfig) for the estimated adapter: rank, alpha and target modules."""
+    BitsAndBytesConfig) for the estimated adapter: rank, alpha, dropout and target modules (a fused
+    target as its modules, "all-linear" as the seven), and the Trainer's `optim` for the optimizer priced."""
     if training.task not in FROZEN_BASE_TASKS:
         raise InputError("Training.task", training.task, "'lora' or 'qlora' for a PEFT config",
                          "full-weight jobs train without an adapter")
     if model.mla is not None or model.experts > 1 or model.activation != "swiglu" or model.bias:
         raise InputError("Model", model.name, "a Llama-style model (q/k/v/o_proj, gate/up/down_proj)",
                          "PEFT target_modules are the checkpoint's module names; advisor knows the Llama-style "
-                         "ones only (advisor.inputs.finetune.HF_MODULES)")
+                         "ones only (advisor.inputs.finetune.PEFT_TARGETS)")
     if training.lora_rank is None or training.lora_alpha is None or training.lora_targets is None:
         raise InputError("Training.lora_rank", training.lora_rank, "resolved LoRA settings",
                          "recommend() and audit() fill the defaults; pass their training")
-    modules = [name for target in training.lora_targets for name in HF_MODULES[target]]
+    modules = list(peft_modules(training.lora_targets))
     out: dict = {"lora_config": {"r": training.lora_rank, "lora_alpha": training.lora_alpha,
-                                 "target_modules": modules, "bias": "none", "task_type": "CAUSAL_LM"},
-                 "source": PEFT_SOURCE}
+                                 "lora_dropout": training.lora_dropout or 0.0, "target_modules": modules,
+                                 "bias": "none", "task_type": "CAUSAL_LM"},
+                 "source": PEFT_SOURCE,
+                 "training_arguments": {"optim": TRAINER_OPTIM[training.optimizer]},
+                 "training_arguments_source": TRAINER_SOURCE}
     if training.task == "qlora":
         # QLoRA (Dettmers et al. 2023 §3): 4-bit NormalFloat, double-quantised constants, bf16 compute
         out["bnb_config"] = {"load_in_4bit": True, "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": True,

@@ -18,10 +18,11 @@ from .architecture import HYBRID_KINDS, count_parameters
 from .finetune import MAX_LORA_RANK, LoraTarget, Task, check_finetune, finetune_defaults
 from .bounds import MAX_DIM, MAX_EXPERTS, MAX_GPUS, MAX_LAYERS, MAX_PARAMS
 from .hf import model_fields_from_hf_config
+from .optimizers import MasterWeights, Optimizer
 from .precision import Precision
 from .profile import Profile, load_profile, shipped_or_file
 from .screen import screen
-from .stacks import check_stack, check_stack_version
+from .stacks import HF_STACKS, check_stack, check_stack_version
 from .units import to_bytes, to_bytes_per_second, to_count, to_flops_per_second, to_tokens
 
 __all__ = ["GPU", "Cluster", "MLA", "Model", "Training", "Precision", "resolve_training"]
@@ -500,7 +501,16 @@ class Training(_Frozen):
     micro_batch_size: int | None = Field(None, ge=1, le=1 << 16)
     """Sequences per GPU per forward pass; None lets the planner choose."""
     precision: Precision = "bf16"
-    optimizer: Literal["adam", "adamw"] = "adam"
+    optimizer: Optimizer = "adam"
+    """The optimizer and its state per trained parameter (advisor.inputs.optimizers): "adam" / "adamw" two
+    moments (torch.optim); "adamw-8bit" / "paged-adamw-8bit" bitsandbytes' 8-bit blockwise states,
+    2.03 bytes (paged: in CUDA unified memory); "adafactor" a factored second moment (transformers'
+    Adafactor, about 0 bytes); "sgd" none (momentum 0); "lion" one moment."""
+    master_weights: MasterWeights = "fp32"
+    """"fp32": an fp32 master copy of the trained weights, 4 bytes per parameter, with fp32 moments (Megatron's
+    and DeepSpeed's mixed-precision optimizers; autocast training of an fp32 model, whose weights are that
+    copy; PEFT's adapters, kept in fp32 by default); "none": 16-bit weights, gradients and moments and no
+    copy (the Hugging Face Trainer on a model loaded in bf16; PEFT with autocast_adapter_dtype=False)."""
     flash_attention: bool = True
     """Attention kernels that never materialise the s×s score matrix (FlashAttention)."""
     cuda_graphs: bool = False
@@ -520,7 +530,14 @@ class Training(_Frozen):
     lora_alpha: int | None = Field(None, ge=1, le=1 << 20)
     """Adapter scale numerator (output scaled by alpha / r); None: 2 x rank. No effect on cost."""
     lora_targets: tuple[LoraTarget, ...] | None = None
-    """Linears that get an adapter: "qkv", "proj", "fc1", "fc2"; None: all four."""
+    """Linears that get an adapter, either as Megatron's fused linears ("qkv", "proj", "fc1", "fc2") or as
+    PEFT's target_modules ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", or
+    "all-linear" alone); None: every linear of the block (PEFT's seven for the Hugging Face stacks, the
+    four fused ones otherwise)."""
+    lora_dropout: float | None = Field(None, ge=0, lt=1)
+    """PEFT's lora_dropout, the probability of the dropout on each adapter's input (LoRA and QLoRA only);
+    above 0 each adapter keeps a 1-byte mask and its own copy of its input for the backward
+    (peft tuners/lora/layer.py). None: 0, PEFT's default."""
     framework: str | None = None
     """The training stack the team runs, as teams name it (advisor.inputs.stacks.STACKS): "megatron-core",
     "megatron-bridge", "nemo", "megatron-lm", "megatron-deepspeed", "deepspeed", "hf-trl", "hf-accelerate",
@@ -537,7 +554,11 @@ class Training(_Frozen):
 
     @model_validator(mode="after")
     def _check_finetune(self) -> "Training":
-        check_finetune(self.task, self.lora_rank, self.lora_alpha, self.lora_targets)
+        check_finetune(self.task, self.lora_rank, self.lora_alpha, self.lora_targets, self.lora_dropout)
+        if self.master_weights == "none" and self.precision == "fp16":
+            raise InputError("Training.master_weights", "none", "'fp32' with precision 'fp16'",
+                             "fp16 training keeps an fp32 master copy (its loss-scaled gradients underflow "
+                             "16-bit weights); pure 16-bit training is bf16")
         check_stack_version(self.framework_version, self.framework)
         return self
 
@@ -592,7 +613,7 @@ def resolve_training(model: Model, training: Training | None) -> tuple[Training,
         notes.append(f"training.seq_len not given: {seq} tokens, {source}")
     seq = updates.get("seq_len", training.seq_len)
     ft_updates, ft_notes = finetune_defaults(training.task, training.lora_rank, training.lora_alpha,
-                                             training.lora_targets)
+                                             training.lora_targets, training.framework in HF_STACKS)
     updates.update(ft_updates)
     notes.extend(ft_notes)
     rank = updates.get("lora_rank", training.lora_rank)

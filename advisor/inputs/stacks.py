@@ -21,10 +21,13 @@ from __future__ import annotations
 
 from ..errors import InputError
 
-__all__ = ["STACKS", "check_stack", "check_stack_version"]
+__all__ = ["STACKS", "HF_STACKS", "check_stack", "check_stack_version"]
 
 STACKS: tuple[str, ...] = ("megatron-core", "megatron-bridge", "nemo", "megatron-lm", "megatron-deepspeed",
                            "deepspeed", "hf-trl", "hf-accelerate", "torchtitan")
+HF_STACKS: tuple[str, ...] = ("hf-trl", "hf-accelerate")
+"""The stacks that run Hugging Face transformers' model code (and PEFT's adapters): the cost model
+prices their activations as that code keeps them (advisor.costmodel.hf)."""
 MAX_VERSION_CHARS = 64
 
 

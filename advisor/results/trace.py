@@ -131,6 +131,9 @@ def input_summary(cluster: Cluster, model: Model, training: Training, rules: tup
     }
     if training.cuda_graphs:
         summary["cuda_graphs"] = True
+    for key, default in (("optimizer", "adam"), ("master_weights", "fp32"), ("lora_dropout", None)):
+        if getattr(training, key) != default:   # the optimizer and master-weight policy, when stated
+            summary[key] = getattr(training, key)
     if training.framework is not None:      # the stated training stack (rules/stated-framework.toml reads it)
         summary["framework"] = training.framework
         if training.framework_version is not None:
