@@ -333,7 +333,7 @@ def _assumption_value(item: str, text: str):
     def finite(literal: str) -> float:
         number = float(literal)
         if not math.isfinite(number):
-            raise InputError("--assume", item, "a finite number, e.g. gemm_overhead=1.1")
+            raise InputError("--assume", item, "a finite number, e.g. expert_gemm_overhead=2e-5")
         return number
 
     try:

@@ -62,7 +62,8 @@ RecomputeModule = Literal["core_attn", "layernorm", "mla_up_proj", "mlp", "moe",
 
 
 class Assumptions(BaseModel):
-    """Knobs of `advisor.estimate`. Frozen; pass a modified copy (`Assumptions(compute_efficiency=0.5)`)."""
+    """Knobs of `advisor.estimate`. Frozen; pass a modified copy (`Assumptions(hbm_efficiency=0.7)`).
+    The kernels' efficiencies are the GPU's measured profile (`Cluster.profile`), not knobs here."""
 
     # strict numbers: True is not 1.0 and "0.5" is not 0.5 (the CLI's --assume reads JSON numbers)
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
@@ -95,7 +96,7 @@ class Assumptions(BaseModel):
     (benchmarks/measured_h200.py scans it)."""
 
     expert_gemm_overhead: float = Field(2e-5, strict=True, ge=0, le=MAX_CALL_SECONDS)
-    """Seconds added, on top of `gemm_overhead`, to every GEMM call of a local routed expert (FC1
+    """Seconds added, on top of the GEMM curve's time, to every GEMM call of a local routed expert (FC1
     and FC2 of each of the experts / ep local experts, forward, data and weight gradient:
     time._expert_gemm_calls). Transformer Engine's GroupedLinear, which Megatron-Core's
     TEGroupedMLP (--moe-grouped-gemm) runs, does per-expert work that a dense layer's one GEMM does
@@ -121,22 +122,13 @@ class Assumptions(BaseModel):
     test further."""
 
     elementwise_traffic: float = Field(9.25, strict=True, ge=0, le=MAX_TRAFFIC_PER_BYTE)
-    """HBM bytes the element-wise kernels of a layer move (forward + backward), per byte of the
-    activations that layer stores (Korthikanti et al. 2022 §4.1's tensors without the attention core
-    and the dropout masks: 32 bytes x hidden per token for a GPT layer without TP; the TP-sharded
-    tensors divided by t, the LayerNorm-side ones too under SP), timed at
-    `hbm_efficiency` of HBM bandwidth; the last stage adds the fp32 logits of the loss
-    (`logits_bytes_megatron` x vocabulary / TP per token) at the same rate. Counting the kernels of a
-    Megatron GPT layer (LayerNorms, bias-GeLU, bias-dropout-add and their backward) gives about 3-4;
-    the calibrated 10 also absorbs the other costs that grow with tokens x hidden size rather than
-    with FLOPs (kernel gaps, casts, dropout RNG, small-kernel bandwidth). It is what makes MFU rise
-    with hidden size, as measured: Megatron-LM README H100 weak scaling 41 % at 1.7B to 47-48 % at
-    314B-462B ("larger GEMMs have higher arithmetic intensity"), Narayanan et al. 2021 Table 1 44 % to
-    52 %. Tried instead during calibration: a GEMM efficiency K/(K + k0) in each GEMM's reduction
-    width K (h, h/t, 4h/t, tokens) with this term at its counted 3-4 fits the same data worse (mean
-    |log error| about 0.07 at best, k0 ~1500, against about 0.055), and penalises TP8's narrow
-    row-parallel GEMMs more than the measurements do. Calibrated (scan in
-    benchmarks/calibrate_throughput.py)."""
+    """Megatron-Core with Transformer Engine: HBM bytes the element-wise kernels of a layer move
+    (forward + backward) per byte of the activations the layer stores (Korthikanti et al. 2022 §4.1's
+    tensors without the attention core and the dropout masks), timed at `hbm_efficiency` of HBM
+    bandwidth; the last stage adds the loss's fp32 logits at the same rate. Counting the kernels gives
+    3-4; the rest is what grows with tokens x hidden rather than FLOPs (kernel gaps, casts, small-kernel
+    bandwidth): the eager PyTorch stack's measured equivalent is the profile's `elementwise`.
+    Calibrated: the scan over both dev files with the measured curves (docs/calibration.md)."""
 
     flash_causal_fraction: float = Field(0.5, strict=True, ge=0.5, le=1)
     """Share of the s x s attention-score FLOPs a causal FlashAttention kernel executes (it skips fully

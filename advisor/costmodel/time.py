@@ -15,14 +15,15 @@
 - Executed attention FLOPs with a causal FlashAttention kernel are `flash_causal_fraction` of the
   full matrix; an unfused (non-flash) attention also moves the s x s scores through HBM
   (`softmax_bytes_per_score`), timed at `hbm_efficiency` x HBM bandwidth.
-- Compute of one micro-batch (`_stage_compute`): linear-layer GEMMs at `compute_efficiency` of the
-  16-bit peak (`fp8_efficiency` of the FP8 peak, `fp4_efficiency` of the FP4 peak, by the precision
-  recipe's GEMM format, advisor.inputs.precision; the output layer's logits GEMMs stay 16-bit) plus
-  `gemm_overhead` per GEMM call; the attention
-  core (FlashAttention at `flash_attention_efficiency`, or the unfused softmax chain with its HBM
-  traffic); element-wise kernels as HBM traffic (`elementwise_traffic` x stored activation bytes).
-  Calibrated on measured throughput: benchmarks/calibrate_throughput.py (and Korthikanti Table 5,
-  benchmarks/calibrate_korthikanti.py).
+- Compute of one micro-batch (`_stage_compute`, `ComputePlan`): each GEMM of each layer part by the
+  GPU's measured profile (costmodel.kernels, inputs.profile: the GEMM curve of the precision recipe's
+  format at the GEMM's FLOPs and reduction width; the output layer's logits GEMMs stay 16-bit); the
+  attention core by the profile's attention curve (or the unfused softmax chain with its HBM
+  traffic); element-wise kernels as HBM traffic per stored activation byte (`elementwise_traffic` for
+  Megatron-Core, the profile's measured `elementwise` for eager PyTorch); the whole combined with the
+  host's time to issue the kernels (kernels.host_layer_seconds, kernels.combine_host). Checked against
+  the measured H200 layers (benchmarks/measured_h200.py) and published throughput
+  (benchmarks/calibrate_2025.py, benchmarks/calibrate_korthikanti.py).
 - Pipeline: step = (m + (p-1)/v) x (slowest stage's micro-batch time) (Narayanan et al. 2021 §2.2:
   bubble (p-1)/m, interleaved (p-1)/(v*m)), plus DP communication not hidden by the backward of the
   last micro-batch of each model chunk (`_overlapped_tail`), plus the optimizer step.
