@@ -407,7 +407,8 @@ def _qwen3_next(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
                          f"a list of layer indices (model_type '{r.model_type}')", _where(r.where))
     experts = r.required(("num_experts",), allow_zero=True)
     step = r.optional(("decoder_sparse_step",)) or 1
-    moe = [experts > 0 and i not in mlp_only and (i + 1) % step == 0 for i in range(layers)]
+    dense_only = set(mlp_only)             # a set: `in` on the list made this O(layers x entries)
+    moe = [experts > 0 and i not in dense_only and (i + 1) % step == 0 for i in range(layers)]
     mixers = ["G" if t == "linear_attention" else "*" for t in types]
     kwargs["hybrid_pattern"] = "".join(mx + ("E" if sparse else "-") for mx, sparse in zip(mixers, moe))
     kwargs["layers"] = 2 * layers          # one character per mixer and per MLP block
