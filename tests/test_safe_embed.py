@@ -51,3 +51,34 @@ def test_qwen3_next_mlp_only_layers_still_makes_those_layers_dense():
     cfg = json.loads((HF / "qwen3-next-80b-a3b-instruct.json").read_text())
     cfg["mlp_only_layers"] = [0, 5]
     assert advisor.Model.from_hf_config(cfg).hybrid_pattern.startswith("G-GEGE*EGEG-GE*E")
+
+
+# ------------------------------------------------------------------------------------------------
+# Hugging Face errors name the key the config has, or the derived value
+
+
+def _hf(name: str, **changes) -> dict:
+    return {**json.loads((HF / name).read_text()), **changes}
+
+
+@pytest.mark.parametrize("key, value", [("mamba_d_state", 10**9), ("mamba_d_conv", 10**9),
+                                        ("mamba_n_groups", 10**9), ("mamba_chunk_size", 10**9)])
+def test_falcon_h1_errors_name_its_own_keys(key, value):
+    """Falcon-H1 spells the Mamba keys mamba_d_state, mamba_d_conv, ...; the error said
+    hf_config.ssm_state_size / conv_kernel / n_groups, keys the file does not have."""
+    with pytest.raises(InputError) as info:
+        advisor.Model.from_hf_config(_hf("falcon-h1-34b-instruct.json", **{key: value}))
+    assert info.value.field == f"hf_config.{key}"
+
+
+def test_a_derived_value_is_named_as_the_model_field_with_how_it_was_derived():
+    """Qwen3-Next's shared experts are shared_expert_intermediate_size / moe_intermediate_size; the
+    error said hf_config.shared_experts, a key no Qwen3-Next config has."""
+    cfg = _hf("qwen3-next-80b-a3b-instruct.json", shared_expert_intermediate_size=512 * 2000)
+    with pytest.raises(InputError) as info:
+        advisor.Model.from_hf_config(cfg)
+    assert info.value.field == "Model.shared_experts"
+    assert "shared_expert_intermediate_size / moe_intermediate_size" in info.value.want
+    with pytest.raises(InputError) as info:
+        advisor.Model.from_hf_config(_hf("falcon-h1-34b-instruct.json", num_hidden_layers=50_000))
+    assert info.value.field == "Model.layers" and "3 x num_hidden_layers" in info.value.want
