@@ -82,3 +82,41 @@ def test_a_derived_value_is_named_as_the_model_field_with_how_it_was_derived():
     with pytest.raises(InputError) as info:
         advisor.Model.from_hf_config(_hf("falcon-h1-34b-instruct.json", num_hidden_layers=50_000))
     assert info.value.field == "Model.layers" and "3 x num_hidden_layers" in info.value.want
+
+
+# ------------------------------------------------------------------------------------------------
+# Physical bounds on every rate of GPU and Cluster
+
+GPU_RATES = ["nvlink_bandwidth", "memory_bandwidth", "network_bandwidth", "host_bandwidth", "peak_flops",
+             "peak_flops_fp8", "peak_flops_fp4"]
+CLUSTER_RATES = ["intra_node_bandwidth", "inter_node_bandwidth"]
+
+
+@pytest.mark.parametrize("tiny", [1e-300, 5e-324, 1e-3, 1])
+@pytest.mark.parametrize("field", GPU_RATES + CLUSTER_RATES)
+def test_a_rate_below_any_real_part_is_refused_naming_the_field(field, tiny):
+    """1e-300 B/s was accepted: recommend raised `ValueError: min() arg is an empty sequence` or
+    ZeroDivisionError, estimate returned an infinite step time."""
+    from advisor.inputs import presets
+
+    if field in GPU_RATES:
+        cluster, where = {"gpu": {**presets.gpu("B200"), field: tiny}, "gpus": 16}, f"GPU.{field}"
+    else:
+        cluster, where = {"gpu": "B200", "gpus": 16, field: tiny}, f"Cluster.{field}"
+    for call in (lambda: advisor.recommend(cluster, "llama-3-8b"),
+                 lambda: advisor.estimate(cluster, "llama-3-8b", {"tp": 2}, {"seq_len": 4096, "global_batch_size": 64})):
+        with pytest.raises(InputError) as info:
+            call()
+        assert info.value.field == where
+
+
+@pytest.mark.parametrize("field", GPU_RATES + CLUSTER_RATES)
+def test_a_rate_beyond_any_real_part_is_refused_naming_the_field(field):
+    from advisor.inputs import presets
+
+    huge = 1e300
+    cluster = ({"gpu": {**presets.gpu("B200"), field: huge}, "gpus": 16} if field in GPU_RATES
+               else {"gpu": "B200", "gpus": 16, field: huge})
+    with pytest.raises(InputError) as info:
+        advisor.recommend(cluster, "llama-3-8b")
+    assert info.value.field.endswith(field)

@@ -25,7 +25,9 @@ from .units import to_bytes, to_bytes_per_second, to_count, to_flops_per_second,
 __all__ = ["GPU", "Cluster", "MLA", "Model", "Training", "Precision", "resolve_training"]
 
 def _unit(convert, field: str):
-    return BeforeValidator(lambda v: convert(v, field))
+    # The error names the field being validated (GPU.nvlink_bandwidth), `field` when unknown.
+    return BeforeValidator(lambda v, info: convert(v, f"{info.config.get('title')}.{info.field_name}"
+                                                 if info.field_name else field))
 
 
 Bytes = Annotated[int, _unit(to_bytes, "memory")]
