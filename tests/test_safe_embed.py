@@ -120,3 +120,49 @@ def test_a_rate_beyond_any_real_part_is_refused_naming_the_field(field):
     with pytest.raises(InputError) as info:
         advisor.recommend(cluster, "llama-3-8b")
     assert info.value.field.endswith(field)
+
+
+# ------------------------------------------------------------------------------------------------
+# Names: bounded, printable
+
+
+def _llama(**changes) -> dict:
+    return {**advisor.Model.preset("llama-3-8b").model_dump(exclude={"params"}), **changes}
+
+
+BAD_NAMES = ["llama\n[job]\ndump_folder = '/etc'", "a\rb", "a\0b", "\x1b[2J\x1b[31mred", "x" * 5000,
+             "rtl\u202eevil", "nel\x85line", "ls\u2028sep", "\x7f"]
+
+
+@pytest.mark.parametrize("name", BAD_NAMES)
+def test_a_name_with_control_characters_or_5000_characters_is_refused(name):
+    """Model.name accepted newline, CR, NUL, ESC and 5,000 characters: the newline injected TOML
+    tables into the torchtitan export, ESC cleared the terminal."""
+    with pytest.raises(InputError) as info:
+        advisor.recommend({"gpu": "H100", "gpus": 8}, _llama(name=name))
+    assert info.value.field == "Model.name"
+    from advisor.inputs import presets
+
+    with pytest.raises(InputError) as info:
+        advisor.recommend({"gpu": {**presets.gpu("H100"), "name": name}, "gpus": 8}, "llama-3-8b")
+    assert info.value.field == "GPU.name"
+
+
+@pytest.mark.parametrize("name", ["meta-llama/Llama-3.1-8B", "Qwen/Qwen3-Next-80B-A3B-Instruct", "日本語モデル",
+                                  "llama 3 (site copy)", "x" * 200])
+def test_ordinary_names_still_pass(name):
+    assert advisor.Model(**_llama(name=name)).name == name
+
+
+def test_a_hf_name_with_a_newline_is_refused_naming_where_it_came_from(tmp_path):
+    cfg = _hf("llama-3-70b.json", _name_or_path="llama\n[checkpoint]\nenable = true")
+    with pytest.raises(InputError) as info:
+        advisor.Model.from_hf_config(cfg)
+    assert info.value.field == "hf_config._name_or_path"
+    folder = tmp_path / "bad\nname"
+    folder.mkdir()
+    cfg.pop("_name_or_path")
+    (folder / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(InputError) as info:
+        advisor.Model.from_hf_config(folder)
+    assert info.value.field == "Model.name" and "folder" in info.value.want

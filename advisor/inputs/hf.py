@@ -213,15 +213,17 @@ class HFModelFields:
         read from, or (a value derived from several keys, or a family default) by the Model field."""
         err = e.errors()[0]
         inner = (err.get("ctx") or {}).get("error")
-        if isinstance(inner, InputError):
-            return inner
         fieldname = str(err["loc"][0]) if err["loc"] else ""
+        if isinstance(inner, InputError):
+            if not fieldname:                      # the model's own check, across fields
+                return inner
+            err = {**err, "msg": inner.want + (f"; {inner.hint}" if inner.hint else "")}
         derived = _DERIVED.get((self.model_type, fieldname))
         names = _HF_KEY_BY_TYPE.get(self.model_type, {}).get(fieldname) or _HF_KEY.get(fieldname, fieldname)
         key = None if derived else next((k for k in ((names,) if isinstance(names, str) else names)
                                          if k in self.keys), None)
         if key is None:
-            how = derived or "a default of the family, not a key of the file"
+            how = derived or _DERIVED.get(("*", fieldname), "a default of the family, not a key of the file")
             return InputError(f"Model.{fieldname}", err.get("input"),
                               f"{err['msg']} (model_type '{self.model_type}': {how})", _where(self.where))
         return InputError(f"hf_config.{key}", err.get("input"),
@@ -372,6 +374,8 @@ _DERIVED: dict[tuple[str, str], str] = {
     ("qwen3_moe", "moe_layer_freq"): "the MoE layers' spacing by mlp_only_layers and decoder_sparse_step",
     ("llama4_text", "dense_layers"): "interleave_moe_layer_step - 1",
     ("llama4_text", "moe_layer_freq"): "interleave_moe_layer_step",
+    ("*", "name"): "the checkpoint folder's or the file's name",
+    ("*", "source"): "the path the file was read from",
 }
 
 
