@@ -318,6 +318,11 @@ def _assumption_value(item: str, text: str):
         return text
     except RecursionError:          # '[[[[...' thousands deep
         raise InputError("--assume", item[:80] + "...", "a JSON value nested at most a few levels deep") from None
+    except InputError:              # finite() refused inf / NaN
+        raise
+    except ValueError:              # an integer of over 4300 digits (int's conversion limit)
+        raise InputError("--assume", item[:80] + "...", "a number of at most a few digits, e.g. gemm_overhead=1.1") \
+            from None
 
 
 def _recommend(args) -> int:
