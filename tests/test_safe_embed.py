@@ -166,3 +166,79 @@ def test_a_hf_name_with_a_newline_is_refused_naming_where_it_came_from(tmp_path)
     with pytest.raises(InputError) as info:
         advisor.Model.from_hf_config(folder)
     assert info.value.field == "Model.name" and "folder" in info.value.want
+
+
+# ------------------------------------------------------------------------------------------------
+# Digits of versions and integers
+
+
+@pytest.mark.parametrize("version", ["1" * 16 + ".1", "9" * 20, "0." + "9" * 16, "\u0663.\u0661", "\u0662\u0660\u0662\u0661"])
+def test_a_version_with_overlong_or_non_ascii_numbers_is_refused_naming_framework_version(version):
+    """16+ leading digits overflowed int64 in the engine (an EngineError about
+    training.framework_release naming no input); Arabic-Indic digits read as release 3001."""
+    with pytest.raises(InputError) as info:
+        advisor.recommend({"gpu": "H100", "gpus": 8}, "llama-3-8b",
+                          {"framework": "megatron-lm", "framework_version": version})
+    assert info.value.field == "Training.framework_version"
+
+
+@pytest.mark.parametrize("version, release", [("2021", 2021000), ("core_v0.16.1", 16), ("25.11", 25011),
+                                              ("20240716", 20240716000), ("v1.2-rc3+build1234567890123", 1002)])
+def test_ordinary_versions_still_read(version, release):
+    from advisor.facts import build_facts
+
+    training = advisor.Training(framework="megatron-core", framework_version=version, seq_len=4096,
+                                global_batch_size=64)
+    facts = build_facts(advisor.Cluster(gpu="H100", gpus=8), advisor.Model.preset("llama-3-8b"), training)
+    assert facts["training"]["framework_release"] == release
+
+
+def test_assume_with_a_5000_digit_integer_exits_2_naming_assume(capsys):
+    """int() refuses more than 4,300 digits with a ValueError, which the CLI reported as an internal
+    error (exit 3)."""
+    from advisor.cli import main
+
+    code = main(["recommend", "--model", "llama-3-8b", "--gpu", "H100", "--gpus", "8", "--json",
+                 "--assume", "cuda_context_bytes=" + "9" * 5000])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 2 and out["error"]["field"] == "--assume"
+
+
+# ------------------------------------------------------------------------------------------------
+# Loose inputs
+
+
+@pytest.mark.parametrize("call, field", [
+    (lambda: advisor.recommend({"gpu": "H100", "gpus": "64"}, "llama-3-8b"), "Cluster.gpus"),
+    (lambda: advisor.recommend({"gpu": "H100", "gpus": 8}, _llama(layers="32")), "Model.layers"),
+    (lambda: advisor.recommend({"gpu": "H100", "gpus": 8}, "llama-3-8b", {"task": "lora", "lora_rank": "16"}),
+     "Training.lora_rank"),
+    (lambda: advisor.recommend({"gpu": "H100", "gpus": 8}, "llama-3-8b", {"flash_attention": "yes"}),
+     "Training.flash_attention"),
+    (lambda: advisor.recommend({"gpu": "H100", "gpus": 8}, _llama(tied_embeddings=1)), "Model.tied_embeddings"),
+    (lambda: advisor.audit({"gpu": "H100", "gpus": 8}, "llama-3-8b", {"tp": "8"}), "Layout.tp"),
+    (lambda: advisor.audit({"gpu": "H100", "gpus": 8}, "llama-3-8b", {"tp": 8, "sp": "true"}), "Layout.sp"),
+    (lambda: advisor.recommend({"gpu": "H100", "gpus": 8}, "llama-3-8b", assumptions={"dropout_masks": "yes"}),
+     "Assumptions.dropout_masks"),
+    (lambda: advisor.recommend({"gpu": "H100", "gpus": 8}, "llama-3-8b", assumptions={"tp_comm_overlap": 1}),
+     "Assumptions.tp_comm_overlap"),
+    (lambda: advisor.recommend({"gpu": "H100", "gpus": 8}, "llama-3-8b",
+                               assumptions={"recompute_modules": ["core_attn", "mlp", "core_attn"]}),
+     "Assumptions.recompute_modules"),
+])
+def test_loose_inputs_are_refused_naming_the_field(call, field):
+    """Lax pydantic read gpus="64", layers="32", lora_rank="16" as numbers, dropout_masks="yes" and
+    tp_comm_overlap=1 as True, and kept a duplicated recompute module."""
+    with pytest.raises(InputError) as info:
+        call()
+    assert info.value.field == field
+
+
+def test_the_forms_that_stay_accepted():
+    """Integral floats (JSON has one number type: tests/test_hostile_api.py states 64.0 is 64),
+    quantities with units as text, and the literal a flag field also takes ("auto")."""
+    assert advisor.Cluster(gpu="H100", gpus=64.0).gpus == 64
+    assert advisor.Training(seq_len="8k").seq_len == 8192
+    assert advisor.Cluster(gpu="H100", gpus=8, inter_node_bandwidth="400 Gbit/s").inter_node_bandwidth == 50e9
+    assert advisor.Assumptions(dropout_masks="auto").dropout_masks == "auto"
+    assert advisor.Assumptions(dropout_masks=False).dropout_masks is False
