@@ -19,8 +19,6 @@ import json
 import os
 import sys
 
-from pydantic import ValidationError
-
 from .errors import AdvisorError
 from .inputs.precision import RECIPES
 from .inputs.stacks import STACKS
@@ -536,7 +534,7 @@ def _jsonable(value):
             return f"<{type(value).__name__}>"
 
 
-def _validation_items(exc: ValidationError) -> list[tuple[dict, str]]:
+def _validation_items(exc) -> list[tuple[dict, str]]:
     """pydantic's errors in advisor's have/want form (errors.InputError), one per invalid field,
     without pydantic's documentation links: (fields for the JSON object, text for stderr)."""
     items = []
@@ -553,7 +551,7 @@ def _validation_items(exc: ValidationError) -> list[tuple[dict, str]]:
     return items
 
 
-def _validation_text(exc: ValidationError) -> str:
+def _validation_text(exc) -> str:
     return "\n".join(text for _fields, text in _validation_items(exc))
 
 
@@ -563,7 +561,7 @@ def _error_object(exc: BaseException, code: int, message: str) -> dict:
     pydantic ValidationError. Fields an error does not have are null."""
     obj = {"type": type(exc).__name__, "exit_code": code, "message": message,
            "field": None, "have": None, "want": None, "hint": None}
-    if isinstance(exc, ValidationError):
+    if _is_validation_error(exc):
         errors = [{k: _jsonable(v) for k, v in fields.items()} for fields, _text in _validation_items(exc)]
         obj.update(errors[0] if errors else {})
         obj["errors"] = errors
@@ -624,12 +622,19 @@ def main(argv: list[str] | None = None) -> int:
         _say(exc.usage.rstrip())
         kw["debug"] = False                     # a usage error's traceback shows argparse, not the cause
         return _fail(exc, 2, str(exc), **kw)
-    except ValidationError as exc:
-        return _fail(exc, 2, _validation_text(exc), **kw)
     except AdvisorError as exc:
         return _fail(exc, 2, str(exc), **kw)
     except BaseException as exc:                # a bug (or pyo3's PanicException, a BaseException)
+        if _is_validation_error(exc):
+            return _fail(exc, 2, _validation_text(exc), **kw)
         return _fail(exc, EXIT_INTERNAL, _internal(exc), prefix="internal error", **kw)
+
+
+def _is_validation_error(exc: BaseException) -> bool:
+    """pydantic's ValidationError, without importing pydantic at module level (this module loads before
+    main() can catch a SIGINT; pydantic is most of that time) or here, when it was never loaded."""
+    core = sys.modules.get("pydantic_core")
+    return core is not None and isinstance(exc, core.ValidationError)
 
 
 def _main(argv: list[str]) -> int:

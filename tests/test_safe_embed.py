@@ -242,3 +242,38 @@ def test_the_forms_that_stay_accepted():
     assert advisor.Cluster(gpu="H100", gpus=8, inter_node_bandwidth="400 Gbit/s").inter_node_bandwidth == 50e9
     assert advisor.Assumptions(dropout_masks="auto").dropout_masks == "auto"
     assert advisor.Assumptions(dropout_masks=False).dropout_masks is False
+
+
+# ------------------------------------------------------------------------------------------------
+# SIGINT while the command line imports
+
+_INTERRUPT_AT_IMPORT = """
+import sys
+
+class Interrupt:
+    def find_spec(self, name, path=None, target=None):
+        if name == "pydantic":
+            raise KeyboardInterrupt     # what a SIGINT does while `import pydantic` runs
+        return None
+
+sys.meta_path.insert(0, Interrupt())
+{entry}
+"""
+
+
+@pytest.mark.parametrize("entry", [
+    # what pip's console script `advisor` runs
+    "from advisor.cli import main\nsys.exit(main(['recommend', '--model', 'llama-3-8b', '--gpu', 'H100', '--gpus', '8']))",
+    # python -m advisor
+    "import runpy\nsys.argv = ['advisor', 'presets']\nrunpy.run_module('advisor', run_name='__main__')",
+])
+def test_sigint_while_importing_exits_130_without_a_traceback(entry):
+    """`import advisor.cli` imported pydantic (most of a cold start) before main() could catch a
+    KeyboardInterrupt, so a Ctrl-C then printed the console script's traceback."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _INTERRUPT_AT_IMPORT.format(entry=entry)],
+                          capture_output=True, text=True)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 130 and "interrupted" in done.stderr
