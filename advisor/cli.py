@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 
 from .errors import AdvisorError
@@ -431,15 +432,16 @@ class _OutputError(Exception):
 def _emit(text: str, as_json: bool = False) -> None:
     """Write one result to stdout. JSON stays valid JSON on a non-UTF-8 stdout (non-ASCII characters
     become \\u escapes); text gets backslash escapes from the stream (_tolerant_streams). A reader that
-    has gone away silences the rest of the output instead of failing the run."""
+    has gone away silences the rest of the output instead of failing the run. Text has its control
+    characters made visible (_visible); JSON escapes them itself."""
     out = sys.stdout
     if out is None:                         # started with stdout closed (`advisor rules >&-`)
         import errno
 
         raise _OutputError(OSError(errno.EBADF, "stdout is closed"))
+    if not as_json:
+        text = _visible(text)
     if as_json and not _encodes(out, text):
-        import re
-
         text = re.sub(r"[^\x00-\x7f]+", lambda m: json.dumps(m.group())[1:-1], text)
     try:
         out.write(text + "\n")
@@ -447,6 +449,18 @@ def _emit(text: str, as_json: bool = False) -> None:
         _silence_stdout()
     except OSError as exc:
         raise _OutputError(exc) from None
+
+
+# Control characters (C0 but tab and newline, DEL, C1): an ESC from a config's name cleared the screen
+# or turned the text red, a CR overwrote a line. Shown as \xNN text instead.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _visible(text: str) -> str:
+    """`text` with its terminal control characters written as visible \\xNN escapes."""
+    if text.isascii() and text.isprintable():
+        return text
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def _encodes(out, text: str) -> bool:
@@ -502,7 +516,7 @@ def _say(line: str) -> None:
     if sys.stderr is None:                  # closed (`2>&-`); print(file=None) would write to stdout
         return
     try:
-        print(line, file=sys.stderr, flush=True)
+        print(_visible(line), file=sys.stderr, flush=True)
     except (OSError, ValueError):
         pass
 
