@@ -277,3 +277,78 @@ def test_sigint_while_importing_exits_130_without_a_traceback(entry):
                           capture_output=True, text=True)
     assert "Traceback" not in done.stderr, done.stderr
     assert done.returncode == 130 and "interrupted" in done.stderr
+
+
+# ------------------------------------------------------------------------------------------------
+# Site rules that override a stated fact
+
+
+def _site_rule(tmp_path, name: str, tier: str, then: str) -> Path:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(f'''
+[[rule]]
+id = "site.{name}"
+version = 1
+title = "A site policy"
+tier = "{tier}"
+when = "cluster.gpus >= 1"
+then = {then}
+message = "the site's policy"
+rationale = "what this cluster's installation runs"
+references = [{{ title = "cluster handbook", url = "https://wiki.example.org/policy" }}]
+[rule.examples]
+fire = [{{ "cluster.gpus" = 8 }}]
+no_fire = [{{ "cluster.gpus" = 0 }}]
+''', encoding="utf-8")
+    return path
+
+
+MEGATRON_ONLY = '[{ action = "allow_frameworks", frameworks = ["megatron"] }, { action = "use_framework", framework = "megatron" }]'
+
+
+def test_a_legality_tier_site_rule_that_overrides_the_stated_framework_says_so(tmp_path):
+    """At tier legality (before the stated framework's constraint rules) allow_frameworks ["megatron"]
+    beat a stated hf-trl without a word: explain() still quoted "DeepSpeed ZeRO or FSDP only"."""
+    site = _site_rule(tmp_path, "megatron-only", "legality", MEGATRON_ONLY)
+    rec = advisor.recommend({"gpu": "H100", "gpus": 64}, "llama-3-70b", {"framework": "hf-trl"}, rules=(site,))
+    assert rec.framework == "megatron"
+    notes = [e for e in rec.trace.events if e.op == "note" and e.rule_id == "site.megatron-only"]
+    assert len(notes) == 1
+    words = "site rule site.megatron-only (tier legality) overrides the stated hf-trl"
+    assert notes[0].message.startswith(words) and "frameworks allowed ['megatron'], not ['deepspeed', 'torchtitan']" \
+        in notes[0].message
+    assert words in " ".join(rec.explain().split()) and words in " ".join(rec.explain("full").split())
+
+
+def test_at_any_later_tier_the_stated_framework_stands_over_a_site_rule(tmp_path):
+    site = _site_rule(tmp_path, "megatron-only", "constraint", MEGATRON_ONLY)
+    rec = advisor.recommend({"gpu": "H100", "gpus": 64}, "llama-3-70b", {"framework": "hf-trl"}, rules=(site,))
+    assert rec.framework in ("deepspeed", "torchtitan")
+    fire = next(e for e in rec.trace.events if e.op == "fire" and e.rule_id == "site.megatron-only")
+    assert fire.overridden_by == "stack.hf-trl-sharded-data-parallel-only"
+    assert not any("overrides the stated" in e.message for e in rec.trace.events)
+
+
+def test_no_rule_adds_zero_stages_a_stated_release_does_not_have(tmp_path):
+    """allow_zero [3] at tier legality gave Megatron-LM 2021 (no distributed optimizer, no FSDP) a
+    ZeRO-3 layout."""
+    site = _site_rule(tmp_path, "zero3", "legality", '[{ action = "allow_zero", stages = [3] }]')
+    stated = {"framework": "megatron-lm", "framework_version": "2021"}
+    rec = advisor.recommend({"gpu": "A100-80GB", "gpus": 64}, "llama-3-70b", stated, rules=(site,))
+    assert rec.layout.zero_stage == 0 and all(a.layout.zero_stage == 0 for a in rec.alternatives)
+    note = next(e for e in rec.trace.events if e.op == "note" and e.rule_id == "site.zero3")
+    assert "but the stated megatron-lm 2021 has [0]" in note.message and "the planner uses [0]" in note.message
+    assert "cannot add to it" in " ".join(rec.explain().split())
+    # within what the release has, the site's choice stands, and says so
+    rec = advisor.recommend({"gpu": "A100-80GB", "gpus": 64}, "llama-3-70b", {"framework": "hf-trl"}, rules=(site,))
+    assert rec.layout.zero_stage == 3
+    assert any("overrides the stated hf-trl: ZeRO stages allowed [3], not [1, 2, 3]" in e.message
+               for e in rec.trace.events if e.op == "note")
+
+
+def test_built_in_rules_alone_override_no_stated_fact():
+    for stated in ({"framework": "hf-trl"}, {"framework": "megatron-lm", "framework_version": "2021"},
+                   {"framework": "torchtitan"}, {"framework": "megatron-deepspeed"}):
+        rec = advisor.recommend({"gpu": "H100", "gpus": 64}, "llama-3-70b", stated)
+        assert not any("overrides the stated" in e.message or "but the stated" in e.message
+                       for e in rec.trace.events)
