@@ -347,7 +347,7 @@ def test_engine_cache_stays_bounded_over_many_distinct_site_files(tmp_path, smal
     for k in range(12):
         path = write(tmp_path, rule(quoted(f"cluster.gpus > {k}")), f"site-{k}.toml")
         advisor.recommend(CLUSTER, "llama-3-8b", rules=(path,), engine=engine)
-        assert session.cached_engine_count() <= small_cache
+        assert session.cached_site_contents() <= small_cache
         if engine == "durable":
             registered.append(len(durable_engine._process().refs))
     if engine == "durable":       # evicted engines deleted their durable rulesets
@@ -394,7 +394,7 @@ def test_threads_evaluating_while_the_cache_evicts_all_succeed(tmp_path, small_c
         t.start()
     for t in threads:
         t.join()
-    assert errors == [] and session.cached_engine_count() <= small_cache
+    assert errors == [] and session.cached_site_contents() <= small_cache
 
 
 # ---------------------------------------------------------------------------------------------
