@@ -25,6 +25,7 @@ _LAZY = {
     "Model": ("inputs.specs", "Model"),
     "Training": ("inputs.specs", "Training"),
     "recommend": ("api", "recommend"),
+    "warm_up": ("api", "warm_up"),
     "audit": ("auditor", "audit"),
     "Audit": ("results.audit", "Audit"),
     "Finding": ("results.audit", "Finding"),
