@@ -20,9 +20,9 @@ from ..errors import InputError
 
 __all__ = ["Label", "SourceText", "MAX_LABEL_CHARS", "MAX_SOURCE_CHARS", "check_text"]
 
-MAX_LABEL_CHARS = 200
-"""A name: the longest Hugging Face repo id is 96 characters (owner and name, 96 each at most on
-the Hub), a preset name under 40; 200 leaves room for a local path's folder name."""
+MAX_LABEL_CHARS = 1024
+"""A name: a Hugging Face repo id is at most 96 characters per part on the Hub, a preset name under
+40; a config's _name_or_path is often the local path the checkpoint was loaded from, so 1024."""
 MAX_SOURCE_CHARS = 4096
 """A source line: a citation plus the path it was read from (PATH_MAX on Linux is 4096)."""
 
