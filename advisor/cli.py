@@ -112,7 +112,8 @@ def _situation_args(r: argparse.ArgumentParser) -> None:
     r.add_argument("--json", action="store_true", help="same as --format json")
     r.add_argument("--framework-version", metavar="RELEASE",
                    help="the release of the framework you run. With --framework (recommend, explain) it is "
-                        "also Training.framework_version, a fact the rules read. A launch config (--format) is "
+                        "also Training.framework_version, a fact the rules read (a stated release that is no "
+                        "pin below gets the format's default pin, with a note). A launch config (--format) is "
                         "written for it, which needs one of: "
                         + "; ".join(f"{fmt} {' or '.join(v)} (default {v[0]})" for fmt, v in FRAMEWORK_VERSIONS.items()))
     r.add_argument("--format", choices=FORMATS, default="text",
@@ -339,8 +340,21 @@ def _recommend(args) -> int:
         if rec.layout is not None:
             _check_format(fmt, rec.layout.framework)
         _emit_export(fmt, rec, rec.layout, rec.estimates.assumptions if rec.estimates else None,
-                     args.framework_version, rec.explain(args.explain))
+                     _export_pin(fmt, args), rec.explain(args.explain))
     return 0 if rec.status == "recommended" else 1
+
+
+def _export_pin(fmt: str, args) -> str | None:
+    """The release a launch config is written for. With --framework, --framework-version is first the
+    stated stack's release (Megatron-LM "2021"): when it is not also one of the format's pins, the
+    format's default pin is written and a note says so (it was an exit 2)."""
+    given = args.framework_version
+    if given is None or args.framework is None or given in FRAMEWORK_VERSIONS.get(fmt, (given,)):
+        return given
+    pin = FRAMEWORK_VERSIONS[fmt][0]
+    _say(f"advisor: note: --framework-version {given} is the stated {args.framework} release; the {fmt} config "
+         f"is written for {pin} (the releases it can be written for: {', '.join(FRAMEWORK_VERSIONS[fmt])})")
+    return pin
 
 
 def _audit(args) -> int:

@@ -466,3 +466,20 @@ def test_after_warm_up_a_request_compiles_builds_and_imports_nothing():
 
     done = subprocess.run([sys.executable, "-c", _AFTER_WARM_UP], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[] []", done.stdout + done.stderr
+
+
+def test_a_stated_release_that_is_no_export_pin_writes_the_default_pin_with_a_note(capsys):
+    """--framework-version is the stated stack's release and the export's pin: stating Megatron-LM
+    2021 and asking for its launch flags exited 2 (2021 is no pin of the Megatron export)."""
+    from advisor.cli import main
+
+    code = main(["recommend", "--model", "llama-3-70b", "--gpu", "A100-80GB", "--gpus", "64", "--framework",
+                 "megatron-lm", "--framework-version", "2021", "--format", "megatron"])
+    out, err = capsys.readouterr()
+    assert code == 0 and out.startswith(("torchrun", "CUDA_DEVICE_MAX_CONNECTIONS"))
+    assert "--framework-version 2021 is the stated megatron-lm release; the megatron config is written for main" in err
+    assert "--use-distributed-optimizer" not in out          # the stated release's ZeRO 0 stands
+    code = main(["recommend", "--model", "llama-3-70b", "--gpu", "A100-80GB", "--gpus", "64", "--framework",
+                 "megatron-core", "--framework-version", "core_v0.16.1", "--format", "megatron"])
+    out, err = capsys.readouterr()
+    assert code == 0 and "is the stated" not in err
