@@ -283,23 +283,28 @@ def test_sigint_while_importing_exits_130_without_a_traceback(entry):
 # Site rules that override a stated fact
 
 
-def _site_rule(tmp_path, name: str, tier: str, then: str) -> Path:
-    path = tmp_path / f"{name}.toml"
-    path.write_text(f'''
+def _rule_text(rid: str, tier: str, then: str, threshold: int = 1, message: str = "the site's policy") -> str:
+    """One site rule that fires from `threshold` GPUs on."""
+    return f'''
 [[rule]]
-id = "site.{name}"
+id = "{rid}"
 version = 1
 title = "A site policy"
 tier = "{tier}"
-when = "cluster.gpus >= 1"
+when = "cluster.gpus >= {threshold}"
 then = {then}
-message = "the site's policy"
+message = "{message}"
 rationale = "what this cluster's installation runs"
 references = [{{ title = "cluster handbook", url = "https://wiki.example.org/policy" }}]
 [rule.examples]
-fire = [{{ "cluster.gpus" = 8 }}]
+fire = [{{ "cluster.gpus" = {threshold} }}]
 no_fire = [{{ "cluster.gpus" = 0 }}]
-''', encoding="utf-8")
+'''
+
+
+def _site_rule(tmp_path, name: str, tier: str, then: str) -> Path:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(_rule_text(f"site.{name}", tier, then), encoding="utf-8")
     return path
 
 
@@ -359,21 +364,8 @@ def test_built_in_rules_alone_override_no_stated_fact():
 
 
 def _checklist_rule(rid: str, threshold: int = 1) -> str:
-    return f'''
-[[rule]]
-id = "{rid}"
-version = 1
-title = "A follow-up item"
-tier = "checklist"
-when = "cluster.gpus >= {threshold}"
-then = [{{ action = "checklist" }}]
-message = "check the reservation ({threshold})"
-rationale = "a site's follow-up for large jobs"
-references = [{{ title = "cluster handbook", url = "https://wiki.example.org/policy" }}]
-[rule.examples]
-fire = [{{ "cluster.gpus" = {threshold} }}]
-no_fire = [{{ "cluster.gpus" = 0 }}]
-'''
+    return _rule_text(rid, "checklist", '[{ action = "checklist" }]', threshold,
+                      f"check the reservation ({threshold})")
 
 
 def test_a_site_file_is_compiled_once_per_content_and_an_edit_takes_effect(tmp_path, monkeypatch):
