@@ -19,7 +19,7 @@ from ..inputs.specs import Cluster, Model, Training
 from ..rulebook.actions import Decisions, Effect
 from ..rulebook.load import Reference, Rule, RuleBook, render_message
 from ..rulebook.whynot import not_fired_report
-from .render import CHOICE_WORDS as _CHOICE_WORDS, effect_text
+from .render import BEYOND_STATED, CHOICE_WORDS, OVER_STATED, effect_text
 
 __all__ = ["TraceEvent", "Trace", "NotFired", "fired_events", "input_summary", "not_fired_events"]
 
@@ -102,25 +102,24 @@ def fired_events(book: RuleBook, fired: list[str], facts: dict, decisions: Decis
     """The `fire` events of the fired rules, in firing order, their actions applied to `decisions`; after
     a rule that reads the stated framework, a `note` for each earlier rule whose different choice
     stands over it, and at the end one for ZeRO stages a rule chose beyond what the stated release has."""
-    events = []
+    events: list[TraceEvent] = []
     for rule_id in fired:
         rule = book.rules[rule_id]
         message = render_message(rule.spec.message, facts)
         effects = [e for action in rule.spec.then for e in decisions.apply(rule_id, action, facts, message, rule.spec.tier)]
-        events.append(_fire_event(0, rule, message, facts, effects))
+        events.append(_fire_event(first_seq + len(events), rule, message, facts, effects))
         if STATED in rule.fields:
-            events += [TraceEvent(seq=0, op="note", rule_id=by, message=text)
-                       for by, text in _overrides_of_stated(book, effects, facts, decisions)]
+            for by, text in _overrides_of_stated(book, effects, facts, decisions):
+                events.append(TraceEvent(seq=first_seq + len(events), op="note", rule_id=by, message=text))
     beyond = _zero_beyond_stated(book, decisions, facts)
     if beyond:
-        events.append(TraceEvent(seq=0, op="note", rule_id=decisions.zero_stages[1], message=beyond))
-    return [e.model_copy(update={"seq": seq}) for seq, e in enumerate(events, first_seq)]
+        events.append(TraceEvent(seq=first_seq + len(events), op="note", rule_id=decisions.zero_stages[1],
+                                 message=beyond))
+    return events
 
 
 STATED = "training.framework"
 """The fact of the stack the user states (Training.framework): rules/stated-framework.toml reads it."""
-OVERRIDES_STATED = "overrides the stated"
-"""The words of a trace note in which an earlier rule's choice stands over a stated fact."""
 
 
 def _stated(facts: dict) -> str:
@@ -147,8 +146,8 @@ def _overrides_of_stated(book: RuleBook, effects: list[Effect], facts: dict,
             kept = list(decisions.zero_choice())
             if kept == e.value:
                 continue                     # _zero_beyond_stated says why
-        by_rule.setdefault(e.overridden_by, []).append(f"{_CHOICE_WORDS[e.field]} {kept}, not {e.value}")
-    return [(by, f"{_who(book, by)} {OVERRIDES_STATED} {_stated(facts)}: {'; '.join(what)}")
+        by_rule.setdefault(e.overridden_by, []).append(f"{CHOICE_WORDS[e.field]} {kept}, not {e.value}")
+    return [(by, f"{_who(book, by)} {OVER_STATED} {_stated(facts)}: {'; '.join(what)}")
             for by, what in by_rule.items()]
 
 
@@ -162,7 +161,7 @@ def _zero_beyond_stated(book: RuleBook, decisions: Decisions, facts: dict) -> st
     beyond = [s for s in chosen if s not in bound]
     if not beyond or by == stated_by:
         return None
-    return (f"{_who(book, by)} allows ZeRO stages {list(chosen)}, but the stated {_stated(facts)} has "
+    return (f"{_who(book, by)} allows ZeRO stages {list(chosen)}, {BEYOND_STATED} {_stated(facts)} has "
             f"{list(bound)} ({stated_by}): ZeRO {beyond} left out, a rule chooses among what a release has "
             f"and cannot add to it; the planner uses {list(decisions.zero_choice())}")
 
