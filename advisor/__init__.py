@@ -8,15 +8,24 @@
 from importlib import import_module
 
 from ._version import __version__
-from .costmodel import Assumptions, Estimate, estimate
 from .errors import (AdvisorError, EngineError, EstimateError, InputError, RuleFileError, UnknownEngineError,
                      UnknownPresetError)
-from .inputs.layout import Layout
-from .inputs.specs import GPU, MLA, Cluster, Model, Training
 
-# The engine and the planner load on first use (PEP 562), keeping `import advisor` light.
+# Everything past the errors loads on first use (PEP 562): `import advisor` is then light, and the
+# command line imports pydantic inside main(), where a SIGINT during the import is an exit 130, not
+# a traceback from the console script's own import line.
 _LAZY = {
+    "estimate": ("costmodel", "estimate"),
+    "Estimate": ("costmodel", "Estimate"),
+    "Assumptions": ("costmodel", "Assumptions"),
+    "Layout": ("inputs.layout", "Layout"),
+    "GPU": ("inputs.specs", "GPU"),
+    "MLA": ("inputs.specs", "MLA"),
+    "Cluster": ("inputs.specs", "Cluster"),
+    "Model": ("inputs.specs", "Model"),
+    "Training": ("inputs.specs", "Training"),
     "recommend": ("api", "recommend"),
+    "warm_up": ("api", "warm_up"),
     "audit": ("auditor", "audit"),
     "Audit": ("results.audit", "Audit"),
     "Finding": ("results.audit", "Finding"),
@@ -24,8 +33,7 @@ _LAZY = {
 }
 
 __all__ = [
-    "__version__", "estimate", "Estimate", "Assumptions", "Cluster", "GPU", "MLA", "Model", "Training", "Layout",
-    "AdvisorError", "EngineError", "EstimateError", "InputError", "RuleFileError", "UnknownEngineError",
+    "__version__", "AdvisorError", "EngineError", "EstimateError", "InputError", "RuleFileError", "UnknownEngineError",
     "UnknownPresetError", *_LAZY,
 ]
 

@@ -17,13 +17,14 @@ from .costmodel.assumptions import as_assumptions
 from .facts import build_facts, zero_only_fits
 from .inputs.coerce import as_cluster, as_model, as_training
 from .inputs.specs import resolve_training
+from .inputs.units import registry
 from .planner import plan
 from .results.recommendation import Alternative, ChecklistItem, Recommendation
 from .results.trace import Trace, TraceEvent, fired_events, input_summary, not_fired_events
 from .rulebook.actions import Decisions
 from .rulebook.session import evaluate_rules, rulebook_for
 
-__all__ = ["recommend", "recommend_with_ranking"]
+__all__ = ["recommend", "recommend_with_ranking", "warm_up"]
 
 RulePaths = str | Path | tuple[str | Path, ...] | list[str | Path] | None
 
@@ -41,6 +42,23 @@ def recommend(cluster: Any, model: Any, training: Any = None, *, rules: RulePath
     estimate behind the choice uses it, and the trace lists what differs from the defaults.
     """
     return _recommend(cluster, model, training, rules, engine, assumptions, keep_ranking=False)[0]
+
+
+def warm_up(*, rules: RulePaths = (), engine: str | None = None, units: bool = True) -> None:
+    """Do a process's one-time work before its first request, so that no request pays it: import
+    the planner, the auditor and the rule engines, compile the rule book (with the site files
+    `rules`), build its engines (`engine`, and the Python engine the planner screens candidates
+    with) and run one small recommendation. `units`: also load pint's unit registry, which reads
+    quantities past the simple forms ("80 GiB", "400 Gbit/s"). Idempotent and thread-safe.
+
+    The first call of a process otherwise took ~0.6 s against ~25 ms warm (benchmarks/service.py).
+    Call it in every worker process after it starts (a forked child re-registers the durable engine's
+    rulesets); then `gc.freeze()` keeps the warm heap out of the collector's full passes
+    (docs/user-guide.md, "Serving")."""
+    if units:
+        registry()
+    recommend({"gpu": "H100-SXM-80GB", "gpus": 8}, "llama-3-8b", {"seq_len": 4096, "global_batch_size": 64},
+              rules=rules, engine=engine)
 
 
 def _checklist(decisions: Decisions, layout) -> tuple[list[ChecklistItem], list[tuple[str, str]]]:

@@ -17,9 +17,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
-
-from pydantic import ValidationError
 
 from .errors import AdvisorError
 from .inputs.finetune import ALL_LINEAR, LORA_TARGETS, PEFT_TARGETS
@@ -127,7 +126,8 @@ def _situation_args(r: argparse.ArgumentParser) -> None:
     r.add_argument("--json", action="store_true", help="same as --format json")
     r.add_argument("--framework-version", metavar="RELEASE",
                    help="the release of the framework you run. With --framework (recommend, explain) it is "
-                        "also Training.framework_version, a fact the rules read. A launch config (--format) is "
+                        "also Training.framework_version, a fact the rules read (a stated release that is no "
+                        "pin below gets the format's default pin, with a note). A launch config (--format) is "
                         "written for it, which needs one of: "
                         + "; ".join(f"{fmt} {' or '.join(v)} (default {v[0]})" for fmt, v in FRAMEWORK_VERSIONS.items()))
     r.add_argument("--format", choices=FORMATS, default="text",
@@ -342,6 +342,11 @@ def _assumption_value(item: str, text: str):
         return text
     except RecursionError:          # '[[[[...' thousands deep
         raise InputError("--assume", item[:80] + "...", "a JSON value nested at most a few levels deep") from None
+    except InputError:              # finite() refused inf / NaN
+        raise
+    except ValueError:              # an integer of over 4300 digits (int's conversion limit)
+        raise InputError("--assume", item[:80] + "...", "a number of at most a few digits, e.g. gemm_overhead=1.1") \
+            from None
 
 
 def _recommend(args) -> int:
@@ -359,8 +364,21 @@ def _recommend(args) -> int:
         if rec.layout is not None:
             _check_format(fmt, rec.layout.framework)
         _emit_export(fmt, rec, rec.layout, rec.estimates.assumptions if rec.estimates else None,
-                     args.framework_version, rec.explain(args.explain))
+                     _export_pin(fmt, args), rec.explain(args.explain))
     return 0 if rec.status == "recommended" else 1
+
+
+def _export_pin(fmt: str, args) -> str | None:
+    """The release a launch config is written for. With --framework, --framework-version is first the
+    stated stack's release (Megatron-LM "2021"): when it is not also one of the format's pins, the
+    format's default pin is written and a note says so (it was an exit 2)."""
+    given = args.framework_version
+    if given is None or args.framework is None or given in FRAMEWORK_VERSIONS.get(fmt, (given,)):
+        return given
+    pin = FRAMEWORK_VERSIONS[fmt][0]
+    _say(f"advisor: note: --framework-version {given} is the stated {args.framework} release; the {fmt} config "
+         f"is written for {pin} (the releases it can be written for: {', '.join(FRAMEWORK_VERSIONS[fmt])})")
+    return pin
 
 
 def _audit(args) -> int:
@@ -452,15 +470,16 @@ class _OutputError(Exception):
 def _emit(text: str, as_json: bool = False) -> None:
     """Write one result to stdout. JSON stays valid JSON on a non-UTF-8 stdout (non-ASCII characters
     become \\u escapes); text gets backslash escapes from the stream (_tolerant_streams). A reader that
-    has gone away silences the rest of the output instead of failing the run."""
+    has gone away silences the rest of the output instead of failing the run. Text has its control
+    characters made visible (_visible); JSON escapes them itself."""
     out = sys.stdout
     if out is None:                         # started with stdout closed (`advisor rules >&-`)
         import errno
 
         raise _OutputError(OSError(errno.EBADF, "stdout is closed"))
+    if not as_json:
+        text = _visible(text)
     if as_json and not _encodes(out, text):
-        import re
-
         text = re.sub(r"[^\x00-\x7f]+", lambda m: json.dumps(m.group())[1:-1], text)
     try:
         out.write(text + "\n")
@@ -468,6 +487,18 @@ def _emit(text: str, as_json: bool = False) -> None:
         _silence_stdout()
     except OSError as exc:
         raise _OutputError(exc) from None
+
+
+# Control characters (C0 but tab and newline, DEL, C1): an ESC from a config's name cleared the screen
+# or turned the text red, a CR overwrote a line. Shown as \xNN text instead.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _visible(text: str) -> str:
+    """`text` with its terminal control characters written as visible \\xNN escapes."""
+    if text.isascii() and text.isprintable():
+        return text
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def _encodes(out, text: str) -> bool:
@@ -523,7 +554,7 @@ def _say(line: str) -> None:
     if sys.stderr is None:                  # closed (`2>&-`); print(file=None) would write to stdout
         return
     try:
-        print(line, file=sys.stderr, flush=True)
+        print(_visible(line), file=sys.stderr, flush=True)
     except (OSError, ValueError):
         pass
 
@@ -555,7 +586,7 @@ def _jsonable(value):
             return f"<{type(value).__name__}>"
 
 
-def _validation_items(exc: ValidationError) -> list[tuple[dict, str]]:
+def _validation_items(exc) -> list[tuple[dict, str]]:
     """pydantic's errors in advisor's have/want form (errors.InputError), one per invalid field,
     without pydantic's documentation links: (fields for the JSON object, text for stderr)."""
     items = []
@@ -572,7 +603,7 @@ def _validation_items(exc: ValidationError) -> list[tuple[dict, str]]:
     return items
 
 
-def _validation_text(exc: ValidationError) -> str:
+def _validation_text(exc) -> str:
     return "\n".join(text for _fields, text in _validation_items(exc))
 
 
@@ -582,7 +613,7 @@ def _error_object(exc: BaseException, code: int, message: str) -> dict:
     pydantic ValidationError. Fields an error does not have are null."""
     obj = {"type": type(exc).__name__, "exit_code": code, "message": message,
            "field": None, "have": None, "want": None, "hint": None}
-    if isinstance(exc, ValidationError):
+    if _is_validation_error(exc):
         errors = [{k: _jsonable(v) for k, v in fields.items()} for fields, _text in _validation_items(exc)]
         obj.update(errors[0] if errors else {})
         obj["errors"] = errors
@@ -643,12 +674,19 @@ def main(argv: list[str] | None = None) -> int:
         _say(exc.usage.rstrip())
         kw["debug"] = False                     # a usage error's traceback shows argparse, not the cause
         return _fail(exc, 2, str(exc), **kw)
-    except ValidationError as exc:
-        return _fail(exc, 2, _validation_text(exc), **kw)
     except AdvisorError as exc:
         return _fail(exc, 2, str(exc), **kw)
     except BaseException as exc:                # a bug (or pyo3's PanicException, a BaseException)
+        if _is_validation_error(exc):
+            return _fail(exc, 2, _validation_text(exc), **kw)
         return _fail(exc, EXIT_INTERNAL, _internal(exc), prefix="internal error", **kw)
+
+
+def _is_validation_error(exc: BaseException) -> bool:
+    """pydantic's ValidationError, without importing pydantic at module level (this module loads before
+    main() can catch a SIGINT; pydantic is most of that time) or here, when it was never loaded."""
+    core = sys.modules.get("pydantic_core")
+    return core is not None and isinstance(exc, core.ValidationError)
 
 
 def _main(argv: list[str]) -> int:

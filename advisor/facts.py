@@ -327,7 +327,7 @@ def torchtitan_layers_per_stage(layers: int, pp: int, vpp: int) -> int | None:
 def release_number(version: str | None) -> int:
     """major * 1000 + minor of a release string's first two numbers, so that rules can compare releases
     ('0.9' < '0.15'); 0 when there is none."""
-    numbers = re.findall(r"\d+", version or "")
+    numbers = re.findall(r"[0-9]+", version or "")      # ASCII digits: \d reads Arabic-Indic ones too
     if not numbers:
         return 0
     return int(numbers[0]) * 1000 + (int(numbers[1]) if len(numbers) > 1 else 0)

@@ -366,14 +366,12 @@ def test_firing_budget_ends_a_looping_rule_set(monkeypatch):
     monkeypatch.setattr(eng, "_make_action", looping_action)
     engine = DurableEngine(LOOP_RULES, max_firings=200)     # registers with the looping actions
     monkeypatch.setattr(eng, "_make_action", real_make_action)
-    start = time.monotonic()
     try:
         with pytest.raises(EngineError, match="firing budget exhausted") as info:
             engine.evaluate("loop", {"cluster": {"gpus": 8}})
     finally:
         engine.close()                                      # deletes the looping ruleset
     assert "more than 200 firings" in str(info.value)
-    assert time.monotonic() - start < 30
     assert not eng._process().traces                        # the session was cleaned up
     # The engine machinery still works afterwards, with the ordinary actions.
     with DurableEngine(LOOP_RULES) as again:

@@ -3,7 +3,6 @@ links per dimension, ZeRO communication volumes, and the shape of the `Estimate`
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -127,19 +126,6 @@ def test_estimate_is_frozen_json_and_echoes_assumptions():
     assert memory_only(Cluster(gpu="H100", gpus=64), Model.preset("llama-3-70b"),
                        Layout(tp=8, pp=4, vpp=5, sp=True, zero_stage=1, recompute="selective"),
                        Training(seq_len=8192, global_batch_size=128)) == est.memory
-
-
-def test_estimate_is_cheap():
-    """The planner calls estimate thousands of times; keep one call well under a millisecond
-    (loose bound here so a loaded CI box does not flake; benchmarks report the real figure)."""
-    cl, model = Cluster(gpu="H100", gpus=64), Model.preset("llama-3-70b")
-    lay, tr = Layout(tp=8, pp=4, vpp=5, sp=True, zero_stage=1), Training(seq_len=8192, global_batch_size=128)
-    estimate(cl, model, lay, tr)
-    n = 200
-    t0 = time.perf_counter()
-    for _ in range(n):
-        estimate(cl, model, lay, tr)
-    assert (time.perf_counter() - t0) / n < 3e-3
 
 
 # ----------------------------------------------------------------------------- throughput calibration terms

@@ -91,7 +91,8 @@ def test_default_modules_add_nothing():
         c = resolve(cluster, model, layout, training)
         assert _selective_extra(c, Assumptions()) is None
         assert _selective_extra(c, _A("core_attn")) is None
-        assert _selective_extra(c, _A("core_attn", "core_attn")) is None
+        with pytest.raises(ValueError, match="each module once"):      # a module named twice is refused (issue 38)
+            _A("core_attn", "core_attn")
         # other recompute levels never take the selective branch, whatever the modules
         for r in ("none", "full"):
             assert _selective_extra(resolve(cluster, model, layout.model_copy(update={"recompute": r}), training),

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ..errors import InputError
 from ..inputs.bounds import MAX_EXPERTS, MAX_PARAMS
 from ..inputs.coerce import coerce
+from ..inputs.screen import screen
 
 __all__ = ["Assumptions", "GiB", "RecomputeModule", "as_assumptions"]
 
@@ -443,6 +445,20 @@ class Assumptions(BaseModel):
     2 A100s with 64 EPYC 7742 cores each, offloading Qwen2.5-1.5B (0.77e9 parameters per GPU) adds 1.1 s
     per step, Adam and PCIe copies together, about 0.7e9/s (DeepSpeed blogs/zenflow-corebinding/README.md:
     ZeRO-2 240 ms, ZeRO-Offload with --bind_cores_to_rank 1365 ms). Assumption: 1e9, between the two."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _screen(cls, data: Any) -> Any:
+        # flags are bools ("yes" is no flag), numbers are not text (inputs.screen)
+        return screen(cls, data)
+
+    @field_validator("recompute_modules")
+    @classmethod
+    def _each_module_once(cls, value: tuple) -> tuple:
+        if len(set(value)) != len(value):
+            raise InputError("Assumptions.recompute_modules", value, "each module once",
+                             "a module listed twice is recomputed once (Megatron-Core reads a set)")
+        return value
 
     def changed(self) -> dict:
         """The fields that differ from their defaults (the trace names them)."""

@@ -20,6 +20,7 @@ from ..errors import InputError
 from ..inputs.finetune import FROZEN_BASE_TASKS, peft_modules
 from ..inputs.layout import Layout
 from ..inputs.specs import Cluster, Model, Training
+from .escape import shell_word, yaml_comment, yaml_scalar
 
 __all__ = ["ACCELERATE_SOURCE", "PEFT_SOURCE", "TRAINER_SOURCE", "ACCELERATE_KEYS", "LORA_KEYS", "TRAINER_OPTIM",
            "accelerate_config", "peft_config"]
@@ -53,11 +54,12 @@ def accelerate_config(layout: Layout, model: Model, training: Training, cluster:
     nodes = -(-cluster.gpus // cluster.gpus_per_node)
     lines = [
         f"# accelerate launch --config_file accelerate.yaml train.py   ({ACCELERATE_SOURCE.split(':')[0]})",
-        f"# DeepSpeed settings live in {deepspeed_json}: advisor recommend ... --format deepspeed > {deepspeed_json}",
+        yaml_comment(f"# DeepSpeed settings live in {deepspeed_json}: advisor recommend ... --format deepspeed > "
+                     f"{shell_word(deepspeed_json)}"),
         "compute_environment: LOCAL_MACHINE",
         "distributed_type: DEEPSPEED",
         "deepspeed_config:",
-        f"  deepspeed_config_file: {deepspeed_json}",
+        f"  deepspeed_config_file: {yaml_scalar(deepspeed_json)}",
         f"  zero3_init_flag: {'true' if layout.zero_stage == 3 else 'false'}",
     ]
     if nodes > 1:

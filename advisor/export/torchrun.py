@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 
 from ..inputs.specs import Cluster
+from .escape import shell_with_placeholders, shell_word
 
 __all__ = ["torchrun_command"]
 
@@ -16,15 +16,16 @@ def torchrun_command(cluster: Cluster, *, script: str | None = None, script_args
 
     Several nodes use the c10d rendezvous; `$MASTER_ADDR`, `$MASTER_PORT` and `$JOB_ID` are
     placeholders for the launcher (Slurm, Kubernetes, ...) to fill, left double-quoted so the
-    shell expands them. One node uses `--standalone`.
+    shell expands them (and nothing else in those values: export.escape). One node uses `--standalone`.
     """
     per_node = cluster.gpus_in_node
     parts = ["torchrun", f"--nnodes={cluster.nodes}", f"--nproc-per-node={per_node}"]
     if cluster.nodes == 1:
         parts.append("--standalone")
     else:
-        parts += [f'--rdzv-id="{rdzv_id}"', "--rdzv-backend=c10d", f'--rdzv-endpoint="{rdzv_endpoint}"']
+        parts += [f"--rdzv-id={shell_with_placeholders(rdzv_id)}", "--rdzv-backend=c10d",
+                  f"--rdzv-endpoint={shell_with_placeholders(rdzv_endpoint)}"]
     if script is not None:
-        parts.append(shlex.quote(script))
-        parts += [shlex.quote(a) for a in script_args]
+        parts.append(shell_word(script))
+        parts += [shell_word(a) for a in script_args]
     return " ".join(parts)

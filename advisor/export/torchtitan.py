@@ -30,6 +30,7 @@ from ..inputs.layout import Layout
 from ..inputs.specs import Cluster, Model, Training
 from ..errors import InputError
 from .batch import Batch, refused, resolved
+from .escape import toml_comment, toml_string
 from .torchrun import torchrun_command
 
 __all__ = ["TORCHTITAN_KEYS", "TORCHTITAN_MAIN_KEYS", "TORCHTITAN_PINS", "torchtitan_toml", "torchtitan_args",
@@ -209,8 +210,8 @@ def torchtitan_toml(layout: Layout, model: Model, training: Training, cluster: C
     b = _checked(layout, model, training, cluster)
     axes = _dp_axes(layout, b)
     lines = [
-        f"# torchtitan v0.2.2 config fragment written by advisor for layout {layout.id} ({model.name}, "
-        f"{cluster.gpus} GPUs, {cluster.nodes} node(s)).",
+        toml_comment(f"# torchtitan v0.2.2 config fragment written by advisor for layout {layout.id} ({model.name}, "
+                     f"{cluster.gpus} GPUs, {cluster.nodes} node(s))."),
         "# Key names: pytorch/torchtitan torchtitan/config/job_config.py @ v0.2.2. torchtitan main reads no",
         "# TOML: write its command line with --framework-version main.",
         "",
@@ -249,4 +250,4 @@ def torchtitan_toml(layout: Layout, model: Model, training: Training, cluster: C
 
 
 def _toml(value: object) -> str:
-    return f'"{value}"' if isinstance(value, str) else str(value)
+    return toml_string(value) if isinstance(value, str) else str(value)

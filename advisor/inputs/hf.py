@@ -205,15 +205,28 @@ class HFModelFields:
     fields: dict[str, Any]
     model_type: str
     where: str | None
+    keys: frozenset[str] = frozenset()
+    """The keys the config has: an error names one of them, or the Model field a derived value went to."""
 
     def input_error(self, e: ValidationError) -> InputError:
-        """A shape advisor.Model refuses (e.g. hidden % heads), named by the Hugging Face key."""
+        """A shape advisor.Model refuses (e.g. hidden % heads), named by the Hugging Face key it was
+        read from, or (a value derived from several keys, or a family default) by the Model field."""
         err = e.errors()[0]
         inner = (err.get("ctx") or {}).get("error")
-        if isinstance(inner, InputError):
-            return inner
         fieldname = str(err["loc"][0]) if err["loc"] else ""
-        return InputError(f"hf_config.{_HF_KEY.get(fieldname, fieldname)}", err.get("input"),
+        if isinstance(inner, InputError):
+            if not fieldname:                      # the model's own check, across fields
+                return inner
+            err = {**err, "msg": inner.want + (f"; {inner.hint}" if inner.hint else "")}
+        derived = _DERIVED.get((self.model_type, fieldname))
+        names = _HF_KEY_BY_TYPE.get(self.model_type, {}).get(fieldname) or _HF_KEY.get(fieldname, fieldname)
+        key = None if derived else next((k for k in ((names,) if isinstance(names, str) else names)
+                                         if k in self.keys), None)
+        if key is None:
+            how = derived or _DERIVED.get(("*", fieldname), "a default of the family, not a key of the file")
+            return InputError(f"Model.{fieldname}", err.get("input"),
+                              f"{err['msg']} (model_type '{self.model_type}': {how})", _where(self.where))
+        return InputError(f"hf_config.{key}", err.get("input"),
                           f"{err['msg']} (model_type '{self.model_type}')", _where(self.where))
 
 
@@ -315,7 +328,7 @@ def model_fields_from_hf_config(path_or_dict: str | os.PathLike[str] | Mapping[s
     elif fam.moe == "falcon_h1":
         _falcon_h1(r, kwargs, layers)
 
-    return HFModelFields(kwargs, model_type, where)
+    return HFModelFields(kwargs, model_type, where, frozenset(k for k in cfg if isinstance(k, str)))
 
 
 # Families whose config classes carry LlamaConfig's attention_bias / mlp_bias flags.
@@ -331,7 +344,39 @@ _HF_KEY = {"layers": _LAYERS[0], "hidden": _HIDDEN[0], "heads": _HEADS[0], "kv_h
            "dense_layers": "first_k_dense_replace", "mtp_layers": "num_nextn_predict_layers",
            "hybrid_pattern": "hybrid_override_pattern", "mamba_heads": "mamba_num_heads",
            "mamba_state": "ssm_state_size", "mamba_groups": "n_groups", "mamba_conv": "conv_kernel",
-           "gdn_key_heads": "linear_num_key_heads", "gdn_value_heads": "linear_num_value_heads"}
+           "gdn_key_heads": "linear_num_key_heads", "gdn_value_heads": "linear_num_value_heads",
+           "name": "_name_or_path", "source": "_source", "seq_len": _MAX_POS, "rope_theta": "rope_theta",
+           "mamba_head_dim": "mamba_head_dim", "mamba_chunk": ("chunk_size", "mamba_chunk_size"),
+           "gdn_key_head_dim": "linear_key_head_dim", "gdn_value_head_dim": "linear_value_head_dim",
+           "gdn_conv": "linear_conv_kernel_dim", "sliding_window": "sliding_window",
+           "attention_chunk": "attention_chunk_size"}
+# ... where a family spells the key otherwise (Falcon-H1's mamba_* keys, the MoE families' expert counts).
+_HF_KEY_BY_TYPE: dict[str, dict[str, str | tuple[str, ...]]] = {
+    "falcon_h1": {"mamba_heads": "mamba_n_heads", "mamba_head_dim": "mamba_d_head", "mamba_state": "mamba_d_state",
+                  "mamba_groups": "mamba_n_groups", "mamba_conv": "mamba_d_conv", "mamba_chunk": "mamba_chunk_size"},
+    "nemotron_h": {"mamba_groups": ("n_groups", "mamba_n_groups"), "mamba_conv": ("conv_kernel", "mamba_d_conv")},
+    "qwen3_next": {"experts": "num_experts"},
+    "qwen3_moe": {"experts": "num_experts"},
+    "mixtral": {"experts": "num_local_experts"},
+    "gpt_oss": {"experts": "num_local_experts"},
+    "llama4_text": {"experts": "num_local_experts", "moe_ffn_hidden": "intermediate_size",
+                    "ffn_hidden": ("intermediate_size_mlp", "intermediate_size")},
+}
+# Model fields a family computes from several keys: named as the field, with how it was derived.
+_DERIVED: dict[tuple[str, str], str] = {
+    ("falcon_h1", "layers"): "3 x num_hidden_layers, one per Mamba-2, attention and MLP block",
+    ("falcon_h1", "hybrid_pattern"): "'M*-' per decoder layer",
+    ("qwen3_next", "layers"): "2 x num_hidden_layers, one per mixer and MLP block",
+    ("qwen3_next", "hybrid_pattern"): "from layer_types and mlp_only_layers",
+    ("qwen3_next", "shared_experts"): "shared_expert_intermediate_size / moe_intermediate_size",
+    ("nemotron_h", "shared_experts"): "moe_shared_expert_intermediate_size / moe_intermediate_size",
+    ("qwen3_moe", "dense_layers"): "the first MoE layer by mlp_only_layers and decoder_sparse_step",
+    ("qwen3_moe", "moe_layer_freq"): "the MoE layers' spacing by mlp_only_layers and decoder_sparse_step",
+    ("llama4_text", "dense_layers"): "interleave_moe_layer_step - 1",
+    ("llama4_text", "moe_layer_freq"): "interleave_moe_layer_step",
+    ("*", "name"): "the checkpoint folder's or the file's name",
+    ("*", "source"): "the path the file was read from",
+}
 
 
 # NemotronHConfig.layers_block_type names -> Model.hybrid_pattern characters (the config class's
@@ -407,7 +452,8 @@ def _qwen3_next(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
                          f"a list of layer indices (model_type '{r.model_type}')", _where(r.where))
     experts = r.required(("num_experts",), allow_zero=True)
     step = r.optional(("decoder_sparse_step",)) or 1
-    moe = [experts > 0 and i not in mlp_only and (i + 1) % step == 0 for i in range(layers)]
+    dense_only = set(mlp_only)             # a set: `in` on the list made this O(layers x entries)
+    moe = [experts > 0 and i not in dense_only and (i + 1) % step == 0 for i in range(layers)]
     mixers = ["G" if t == "linear_attention" else "*" for t in types]
     kwargs["hybrid_pattern"] = "".join(mx + ("E" if sparse else "-") for mx, sparse in zip(mixers, moe))
     kwargs["layers"] = 2 * layers          # one character per mixer and per MLP block

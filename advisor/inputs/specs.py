@@ -23,12 +23,15 @@ from .precision import Precision
 from .profile import Profile, load_profile, shipped_or_file
 from .screen import screen
 from .stacks import HF_STACKS, check_stack, check_stack_version
+from .text import Label, SourceText
 from .units import to_bytes, to_bytes_per_second, to_count, to_flops_per_second, to_tokens
 
 __all__ = ["GPU", "Cluster", "MLA", "Model", "Training", "Precision", "resolve_training"]
 
 def _unit(convert, field: str):
-    return BeforeValidator(lambda v: convert(v, field))
+    # The error names the field being validated (GPU.nvlink_bandwidth), `field` when unknown.
+    return BeforeValidator(lambda v, info: convert(v, f"{info.config.get('title')}.{info.field_name}"
+                                                 if info.field_name else field))
 
 
 Bytes = Annotated[int, _unit(to_bytes, "memory")]
@@ -56,7 +59,7 @@ class _Frozen(BaseModel):
 class GPU(_Frozen):
     """One accelerator model, with the system defaults of the server it usually ships in."""
 
-    name: str = "custom"
+    name: Label = "custom"
     memory: Bytes
     """Device memory (HBM), e.g. "80 GiB"."""
     peak_flops: FlopRate
@@ -83,7 +86,7 @@ class GPU(_Frozen):
     """CPU<->GPU bandwidth per GPU, one direction, for activation and optimizer offload (PCIe Gen5
     x16 about 64 GB/s; NVLink-C2C on Grace superchips). None: Assumptions.pcie_bandwidth."""
     """CPU memory per node, for offload decisions."""
-    source: str = "user-supplied"
+    source: SourceText = "user-supplied"
     """Where the numbers come from (vendor datasheet and date)."""
 
     @model_validator(mode="after")
@@ -199,7 +202,7 @@ class Model(_Frozen):
     when given it must agree with the architecture within 3 %.
     """
 
-    name: str = "custom"
+    name: Label = "custom"
     layers: int = Field(ge=1, le=MAX_LAYERS)
     hidden: int = Field(ge=1, le=MAX_DIM)
     heads: int = Field(ge=1, le=MAX_DIM)
@@ -345,7 +348,7 @@ class Model(_Frozen):
     """Longest position the model supports (max_position_embeddings)."""
     params: Count | None = None
     """Total parameters; computed from the architecture when omitted."""
-    source: str = "user-supplied"
+    source: SourceText = "user-supplied"
 
     @model_validator(mode="after")
     def _check(self) -> "Model":

@@ -19,6 +19,8 @@ module only names the stacks and checks a given name; what each stack can run is
 
 from __future__ import annotations
 
+import re
+
 from ..errors import InputError
 
 __all__ = ["STACKS", "HF_STACKS", "check_stack", "check_stack_version"]
@@ -29,6 +31,11 @@ HF_STACKS: tuple[str, ...] = ("hf-trl", "hf-accelerate")
 """The stacks that run Hugging Face transformers' model code (and PEFT's adapters): the cost model
 prices their activations as that code keeps them (advisor.costmodel.hf)."""
 MAX_VERSION_CHARS = 64
+MAX_RELEASE_DIGITS = 9
+"""Digits of each of a version's first two numbers, which the rules read as major * 1000 + minor
+(facts.release_number): 9 holds a date (20240716) and keeps the fact far inside int64, which 16
+digits overflowed in the rule engine."""
+_NUMBER = re.compile(r"[0-9]+")
 
 
 def check_stack(value: object) -> object:
@@ -47,9 +54,17 @@ def check_stack_version(value: object, stack: str | None) -> None:
     """A version is a short printable string, and only with a stated stack."""
     if value is None:
         return
-    if not isinstance(value, str) or not value.strip() or len(value) > MAX_VERSION_CHARS or not value.isprintable():
+    if (not isinstance(value, str) or not value.strip() or len(value) > MAX_VERSION_CHARS or not value.isascii()
+            or not value.isprintable()):
         raise InputError("Training.framework_version", value,
-                         f"a release string of at most {MAX_VERSION_CHARS} printable characters, e.g. '0.16.1' or '24.07'")
+                         f"a release string of at most {MAX_VERSION_CHARS} printable characters, ASCII only, e.g. "
+                         "'0.16.1' or '24.07'", "digits of other scripts are not read as release numbers"
+                         if isinstance(value, str) and not value.isascii() else None)
+    for number in _NUMBER.findall(value)[:2]:
+        if len(number) > MAX_RELEASE_DIGITS:
+            raise InputError("Training.framework_version", value,
+                             f"release numbers of at most {MAX_RELEASE_DIGITS} digits, e.g. '0.16.1' or '24.07'",
+                             f"a number of {len(number)} digits")
     if stack is None:
         raise InputError("Training.framework_version", value, "None unless Training.framework is given",
                          "a version says which release of the stated framework runs the job")

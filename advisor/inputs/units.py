@@ -69,6 +69,14 @@ _COUNT_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)\s*([A-Za-
 # Upper bounds far beyond any real accelerator, so absurd inputs fail here, naming the field, rather
 # than overflowing the rule engine's int64 facts later.
 _LIMITS = {"bytes": 2.0**60, "bytes_per_s": 1e15, "flops": 1e19}
+# Lower bounds, so that no accepted rate can make a time infinite (1e-300 B/s made a step time
+# overflow, 5e-324 an empty search): a bandwidth of at least 100 MB/s, under the 125 MB/s of 1 Gbit/s
+# Ethernet, the slowest link a GPU server has (HBM, NVLink, PCIe and InfiniBand are 10-10,000x faster);
+# a compute rate of at least 1 TFLOP/s, under a V100's 15.7 TFLOP/s of FP32 alone (NVIDIA V100
+# datasheet); at least one byte of memory.
+_FLOORS = {"bytes": (1.0, "at least 1 byte"),
+           "bytes_per_s": (1e8, "at least 100 MB/s: 1 Gbit/s Ethernet, the slowest link of a GPU server, moves 125 MB/s"),
+           "flops": (1e12, "at least 1 TFLOP/s: a V100's FP32 units alone do 15.7 TFLOP/s")}
 
 
 # The simple forms the presets and most callers write ("80 GiB", "80GB", "400 Gbit/s", "989 TFLOP/s")
@@ -140,6 +148,9 @@ def _quantity(value: object, field: str, reference: str, want: str) -> float:
         raise InputError(field, value, want)
     if not math.isfinite(magnitude) or magnitude <= 0:
         raise InputError(field, value, want, hint="must be a finite number greater than zero")
+    floor, floor_text = _FLOORS[reference]
+    if magnitude < floor:
+        raise InputError(field, value, want, hint=floor_text)
     if magnitude > _LIMITS[reference]:
         raise InputError(field, value, want, hint=f"at most {_LIMITS[reference]:.3g} {reference.replace('_', ' ')}")
     return magnitude

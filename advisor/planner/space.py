@@ -90,7 +90,7 @@ class Policy(NamedTuple):
 
     @classmethod
     def of(cls, decisions: Decisions) -> Policy:
-        return cls(decisions, decisions.zero_stages[0] if decisions.zero_stages else None, decisions.has("sp"),
+        return cls(decisions, decisions.zero_choice(), decisions.has("sp"),
                    tie_order(decisions))
 
 

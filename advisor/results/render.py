@@ -11,11 +11,16 @@ from ..inputs.specs import Model
 from ..inputs.units import format_bytes
 from ..rulebook.actions import Effect
 
-__all__ = ["effect_text", "estimate_lines", "named_layout", "pipeline_line", "recommendation_text", "story"]
+__all__ = ["CHOICE_WORDS", "OVER_STATED", "BEYOND_STATED", "effect_text", "estimate_lines", "named_layout",
+           "pipeline_line", "recommendation_text", "story"]
 
 _BAR = 40
-_CHOICE_WORDS = {"framework": "framework", "zero_stages": "ZeRO stages allowed", "frameworks": "frameworks allowed",
-                 "strategy": "strategy"}
+CHOICE_WORDS = {"framework": "framework", "zero_stages": "ZeRO stages allowed", "frameworks": "frameworks allowed",
+                "strategy": "strategy"}
+# The words of the trace notes (results.trace) in which a rule's choice stands over a stated
+# framework's, or asks for ZeRO stages the stated release does not have; the story repeats them.
+OVER_STATED = "overrides the stated"
+BEYOND_STATED = "but the stated"
 
 
 def effect_text(effects: list[Effect]) -> str:
@@ -25,7 +30,7 @@ def effect_text(effects: list[Effect]) -> str:
 
 def _one_effect(e: Effect) -> str:
     if e.kind == "choose":
-        text = f"{_CHOICE_WORDS[e.field]} = {e.value}"
+        text = f"{CHOICE_WORDS[e.field]} = {e.value}"
         if e.overridden_by is not None:
             return text + f" (overridden: {e.overridden_by} chose {e.kept})"
         return text + (" (agrees)" if e.kept is not None else "")
@@ -198,6 +203,9 @@ def story(rec) -> str:
     parts = []
     if chose:
         parts.append(f"Rule {chose[0].rule_id}: {chose[0].message}.")
+    # an earlier rule's choice that stands over the stated framework, and ZeRO stages kept to the release's
+    parts += [f"{e.message[0].upper()}{e.message[1:]}." for e in rec.trace.events
+              if e.op == "note" and e.rule_id and (OVER_STATED in e.message or BEYOND_STATED in e.message)]
     limits = [e for e in fired if any(x.kind == "limit" and x.bound == "max" for x in e.effects)
               and e.rule_id not in {c.rule_id for c in chose}]
     if limits:

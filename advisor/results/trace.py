@@ -10,6 +10,7 @@ The same input and rule set give the same trace: no ids, times or addresses are 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,7 +20,7 @@ from ..inputs.specs import Cluster, Model, Training
 from ..rulebook.actions import Decisions, Effect
 from ..rulebook.load import Reference, Rule, RuleBook, render_message
 from ..rulebook.whynot import not_fired_report
-from .render import effect_text
+from .render import BEYOND_STATED, CHOICE_WORDS, OVER_STATED, effect_text
 
 __all__ = ["TraceEvent", "Trace", "NotFired", "fired_events", "input_summary", "not_fired_events"]
 
@@ -99,14 +100,71 @@ class Trace(BaseModel):
 
 
 def fired_events(book: RuleBook, fired: list[str], facts: dict, decisions: Decisions, first_seq: int) -> list[TraceEvent]:
-    """The `fire` events of the fired rules, in firing order, their actions applied to `decisions`."""
-    events = []
-    for seq, rule_id in enumerate(fired, first_seq):
+    """The `fire` events of the fired rules, in firing order, their actions applied to `decisions`; after
+    a rule that reads the stated framework, a `note` for each earlier rule whose different choice
+    stands over it, and at the end one for ZeRO stages a rule chose beyond what the stated release has."""
+    events: list[TraceEvent] = []
+    for rule_id in fired:
         rule = book.rules[rule_id]
         message = render_message(rule.spec.message, facts)
         effects = [e for action in rule.spec.then for e in decisions.apply(rule_id, action, facts, message, rule.spec.tier)]
-        events.append(_fire_event(seq, rule, message, facts, effects))
+        events.append(_fire_event(first_seq + len(events), rule, message, facts, effects))
+        if STATED in rule.fields:
+            for by, text in _overrides_of_stated(book, effects, facts, decisions):
+                events.append(TraceEvent(seq=first_seq + len(events), op="note", rule_id=by, message=text))
+    beyond = _zero_beyond_stated(book, decisions, facts)
+    if beyond:
+        events.append(TraceEvent(seq=first_seq + len(events), op="note", rule_id=decisions.zero_stages[1],
+                                 message=beyond))
     return events
+
+
+STATED = "training.framework"
+"""The fact of the stack the user states (Training.framework): rules/stated-framework.toml reads it."""
+
+
+def _stated(facts: dict) -> str:
+    version = facts["training"].get("framework_version", "unstated")
+    return facts["training"]["framework"] + ("" if version == "unstated" else f" {version}")
+
+
+def _who(book: RuleBook, rule_id: str) -> str:
+    rule = book.rules[rule_id]
+    kind = "rule" if Path(rule.path).parent == Path(book.root) else "site rule"
+    return f"{kind} {rule_id} (tier {rule.spec.tier})"
+
+
+def _overrides_of_stated(book: RuleBook, effects: list[Effect], facts: dict,
+                         decisions: Decisions) -> list[tuple[str, str]]:
+    """(the earlier rule, the words) for each rule whose choice stood over this stated-framework rule's:
+    only a rule of a tier before `constraint` can (rules/tiers.toml: `legality`)."""
+    by_rule: dict[str, list[str]] = {}
+    for e in effects:
+        if e.kind != "choose" or e.overridden_by is None:
+            continue
+        kept = e.kept
+        if e.field == "zero_stages":         # within what the release has (Decisions.zero_choice)
+            kept = list(decisions.zero_choice())
+            if kept == e.value:
+                continue                     # _zero_beyond_stated says why
+        by_rule.setdefault(e.overridden_by, []).append(f"{CHOICE_WORDS[e.field]} {kept}, not {e.value}")
+    return [(by, f"{_who(book, by)} {OVER_STATED} {_stated(facts)}: {'; '.join(what)}")
+            for by, what in by_rule.items()]
+
+
+def _zero_beyond_stated(book: RuleBook, decisions: Decisions, facts: dict) -> str | None:
+    """Words for ZeRO stages a rule chose outside what the stated release has (Decisions.zero_choice
+    keeps to the release's), or None."""
+    if decisions.zero_stages is None or decisions.zero_bound is None:
+        return None
+    chosen, by = decisions.zero_stages
+    bound, stated_by = decisions.zero_bound
+    beyond = [s for s in chosen if s not in bound]
+    if not beyond or by == stated_by:
+        return None
+    return (f"{_who(book, by)} allows ZeRO stages {list(chosen)}, {BEYOND_STATED} {_stated(facts)} has "
+            f"{list(bound)} ({stated_by}): ZeRO {beyond} left out, a rule chooses among what a release has "
+            f"and cannot add to it; the planner uses {list(decisions.zero_choice())}")
 
 
 def _fire_event(seq: int, rule: Rule, message: str, facts: dict, effects: list[Effect]) -> TraceEvent:

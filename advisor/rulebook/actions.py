@@ -211,6 +211,14 @@ class Decisions:
         return Effect(kind="limit", field=dimension, value=value, bound=side,
                       source=raw if isinstance(raw, str) else None, kept=None if tighter else current.value)
 
+    def zero_choice(self) -> tuple[int, ...] | None:
+        """The ZeRO stages the chosen family may use: the first rule's choice, within what the stated
+        framework has (zero_bound, set by `constraint` rules); the bound itself when the choice lies
+        outside it. A rule at an earlier tier may choose among a release's stages, never add to them."""
+        if self.zero_stages is None or self.zero_bound is None:
+            return None if self.zero_stages is None else self.zero_stages[0]
+        return tuple(s for s in self.zero_stages[0] if s in self.zero_bound[0]) or self.zero_bound[0]
+
     def has(self, feature: str) -> bool:
         """The feature is enabled and no rule disabled it."""
         return feature in self.features and feature not in self.disabled

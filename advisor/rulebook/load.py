@@ -32,11 +32,19 @@ from .actions import Action, Limit, ReportFinding
 from .compiled import (MAX_GROUPS_PER_RULE, MAX_RULES_PER_RULESET, MAX_TESTS_PER_RULESET, MAX_TRUE_TESTS_PER_RULESET,
                        CompiledRule, count_groups, leaf_tests, normalize_value, true_test_bound)
 
-__all__ = ["Reference", "RuleSpec", "Rule", "RuleBook", "load_rulebook", "builtin_rulebook",
-           "builtin_rules_dir", "parse_condition", "render_message", "ruleset_name"]
+__all__ = ["Reference", "RuleSpec", "Rule", "RuleBook", "SiteFile", "load_rulebook", "builtin_rulebook",
+           "builtin_rules_dir", "parse_condition", "read_site_files", "render_message", "ruleset_name", "site_rulebook",
+           "MAX_SITE_FILES", "MAX_SITE_RULES"]
 
 MAX_RULES_PER_FILE = MAX_RULES_PER_RULESET   # each file compiles to one ruleset: the engines' limit (durable-rules.md §4.5)
 MAX_RULE_FILE_BYTES = 512 * 1024       # 20x the largest built-in file (audit-megatron.toml, 25 KB)
+# Site rule files per call, and their rules together. Unbounded, 100 files of 60 rules cost 1.6 s a
+# call and 200 files 3.8 s (reliability probe, second pass); a site policy is a file or two of a
+# few dozen rules (docs/examples/site-policy.toml has 2); 16 files of 30 rules make a first call of
+# about 0.45 s, once per content (rulebook.session keeps it), then 66 ms against 25 ms without them
+# (benchmarks/site_rules.py).
+MAX_SITE_FILES = 16
+MAX_SITE_RULES = 480
 # Where tomllib's recursion gives out with the default recursion limit (1000): ~300 levels of
 # nested arrays or inline tables (measured, reliability-probe §2.3). Named in the error only.
 TOML_NESTING_HINT = 300
@@ -324,11 +332,22 @@ def _read_capped(path: Path) -> bytes:
     return data
 
 
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return _read_capped(path)
+    except OSError as exc:
+        raise RuleFileError(str(path), None, "file", str(exc), "a readable UTF-8 rule file") from None
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
+    return _parse_toml(path, _read_bytes(path))
+
+
+def _parse_toml(path: Path, data: bytes) -> dict[str, Any]:
     try:
         # A UTF-8 byte-order mark (Windows editors write one) is accepted and dropped: tomllib
         # rejects it, and it carries no meaning in UTF-8.
-        text = _read_capped(path).decode("utf-8").removeprefix("\ufeff")
+        text = data.decode("utf-8").removeprefix("\ufeff")
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise RuleFileError(str(path), None, "toml", str(exc), "valid TOML") from None
@@ -357,8 +376,10 @@ def _pydantic_field(err: dict) -> str:
     return ".".join(str(p) for p in err["loc"] if not (isinstance(p, str) and p[0].isupper()))
 
 
-def _compile_file(path: Path, file_index: int, tiers: dict[str, int], seen: dict[str, str]) -> list[Rule]:
-    data = _read_toml(path)
+def _compile_file(path: Path, file_index: int, tiers: dict[str, int], seen: dict[str, str],
+                  data: dict[str, Any] | None = None) -> list[Rule]:
+    """The rules of the file at `path` (`data`: its parsed TOML, when the caller read it)."""
+    data = _read_toml(path) if data is None else data
     unknown = set(data) - {"rule", "scope"}
     if unknown:
         raise RuleFileError(str(path), None, sorted(unknown)[0], "unexpected top-level key", "[[rule]] tables and an optional scope")
@@ -509,22 +530,71 @@ def load_rulebook(extra: tuple[str | Path, ...] = (), *, root: Path | None = Non
     root = root or builtin_rules_dir()
     tiers = _load_tiers(root)
     files = sorted(p for p in root.glob("*.toml") if p.name != "tiers.toml")
-    files += [Path(p) for p in extra]
     seen: dict[str, str] = {}
     names: set[str] = set()
     rules: list[Rule] = []
     for file_index, path in enumerate(files):
-        if ruleset_name(path) in names:
-            raise RuleFileError(str(path), None, "file", path.name, "a file name not already loaded")
-        names.add(ruleset_name(path))
+        _check_name(path, names)
         rules += _compile_file(path, file_index, tiers, seen)
+    return _with_site_files(rules, tiers, str(root), read_site_files(tuple(extra)))
+
+
+@dataclass(frozen=True)
+class SiteFile:
+    """A site rule file as read for one call: its path, its bytes and their sha256."""
+
+    path: str
+    data: bytes
+    digest: str
+
+
+def read_site_files(paths: tuple[str | Path, ...]) -> tuple[SiteFile, ...]:
+    """The site rule files `paths`, read (at most MAX_SITE_FILES of them; each capped as any rule file)."""
+    if len(paths) > MAX_SITE_FILES:
+        raise RuleFileError(str(paths[MAX_SITE_FILES]), None, "rules", f"{len(paths)} site rule files",
+                            f"at most {MAX_SITE_FILES} per call; merge policies into fewer files")
+    out = []
+    for path in paths:
+        data = _read_bytes(Path(path))
+        out.append(SiteFile(str(path), data, hashlib.sha256(data).hexdigest()))
+    return tuple(out)
+
+
+def site_rulebook(files: tuple[SiteFile, ...], base: RuleBook | None = None) -> RuleBook:
+    """The built-in rule book (`base`) plus the site files, compiled from the bytes read; the built-in
+    rules are reused as compiled, not read again."""
+    base = base or builtin_rulebook()
+    return _with_site_files(list(base.rules.values()), base.tiers, base.root, files)
+
+
+def _check_name(path: Path, names: set[str]) -> None:
+    if ruleset_name(path) in names:
+        raise RuleFileError(str(path), None, "file", path.name, "a file name not already loaded")
+    names.add(ruleset_name(path))
+
+
+def _with_site_files(rules: list[Rule], tiers: dict[str, int], root: str, files: tuple[SiteFile, ...]) -> RuleBook:
+    """A RuleBook of `rules` (the built-in ones, compiled) and the site `files` after them."""
+    seen = {r.id: r.path for r in rules}
+    names = {ruleset_name(r.path) for r in rules}
+    first = 1 + max((r.file_index for r in rules), default=-1)
+    rules, site_rules = list(rules), 0
+    for i, site in enumerate(files):
+        path = Path(site.path)
+        _check_name(path, names)
+        compiled = _compile_file(path, first + i, tiers, seen, data=_parse_toml(path, site.data))
+        site_rules += len(compiled)
+        if site_rules > MAX_SITE_RULES:
+            raise RuleFileError(site.path, None, "rule", f"{site_rules} site rules in the first {i + 1} files",
+                                f"at most {MAX_SITE_RULES} site rules per call")
+        rules += compiled
     rules.sort(key=lambda r: r.order)
     rulesets: dict[str, list[CompiledRule]] = {}
     scopes: dict[str, str] = {}
     for r in sorted(rules, key=lambda r: (r.file_index, r.index)):
         rulesets.setdefault(ruleset_name(r.path), []).append(r.compiled)
         scopes[ruleset_name(r.path)] = r.scope
-    return RuleBook({r.id: r for r in rules}, rulesets, scopes, tiers, _revision(rules, tiers), str(root))
+    return RuleBook({r.id: r for r in rules}, rulesets, scopes, tiers, _revision(rules, tiers), root)
 
 
 @lru_cache(maxsize=1)

@@ -1,12 +1,18 @@
 """One evaluation of a rule book's scope on one fact vector: the engine cache behind it, and the
 rule book a call uses (the built-in one, or it plus site files).
 
-Engines are built once per (rule-book revision, engine) and kept in a bounded LRU cache; each
-evaluation is a fresh engine session, so calls are independent and deterministic. Every distinct
-site-rule content is a new revision, so an unbounded cache grew by ~790 KiB per content on
-durable (3000 files: RSS 32 MiB -> 2.4 GB, reliability-probe §3.5). An evicted engine is closed
-(its durable rulesets deleted) once no evaluation holds it: evaluations lease the engine they
-use, and the last lease of an evicted engine closes it.
+Site rule files are read on every call (an edit takes effect at once) and compiled once per
+content: the rule book of the same paths with the same bytes (sha256) comes from a cache. Engines
+are built once per (rule-book revision, engine); each evaluation is a fresh engine session, so
+calls are independent and deterministic. Both caches are bounded by one number, the distinct
+site-rule contents kept (`set_engine_cache_size`, $ADVISOR_ENGINE_CACHE, default 16: a content is
+its rule book and its one or two engines, ~1.1 MiB of Python heap and ~0.8 MiB of durable's C
+memory, benchmarks/site_rules.py); the built-in book and its
+engines are kept outside that bound, so a caller cycling many contents never makes the others
+rebuild the built-in engines. Unbounded, the cache grew by ~790 KiB per content on durable (3000
+files: RSS 32 MiB -> 2.4 GB, reliability-probe §3.5). An evicted engine is closed (its durable
+rulesets deleted) once no evaluation holds it: evaluations lease the engine they use, and the last
+lease of an evicted engine closes it.
 """
 
 from __future__ import annotations
@@ -20,14 +26,14 @@ from typing import Any
 from ..errors import EngineError
 from .compiled import normalize_fact
 from .engines import make_engine, select_engine
-from .load import RuleBook, builtin_rulebook, load_rulebook
+from .load import RuleBook, builtin_rulebook, read_site_files, site_rulebook
 
 __all__ = ["evaluate_rules", "engine_for", "rulebook_for", "set_engine_cache_size", "engine_cache_size",
-           "cached_engine_count", "DEFAULT_ENGINE_CACHE_SIZE"]
+           "cached_engine_count", "cached_site_contents", "DEFAULT_ENGINE_CACHE_SIZE"]
 
-#: Engines kept per process unless the embedder says otherwise (`set_engine_cache_size` or
-#: $ADVISOR_ENGINE_CACHE). The built-in book is one revision per engine; 16 leaves room for a
-#: service's handful of site policies at ~1 MiB each (durable) before old ones are rebuilt.
+#: Distinct site-rule contents kept compiled per process (their rule books and engines) unless the
+#: embedder says otherwise (`set_engine_cache_size` or $ADVISOR_ENGINE_CACHE): room for a service's
+#: handful of site policies; a service that uses more distinct contents should set it to that number.
 DEFAULT_ENGINE_CACHE_SIZE = 16
 
 
@@ -40,7 +46,9 @@ class _Entry:
         self.evicted = False
 
 
-_ENGINES: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
+_ENGINES: OrderedDict[tuple[str, str], _Entry] = OrderedDict()      # (revision, engine name) -> entry
+_REVISIONS: OrderedDict[str, None] = OrderedDict()                  # site-book revisions, least recent first
+_BOOKS: OrderedDict[tuple[tuple[str, str], ...], RuleBook] = OrderedDict()   # ((path, sha256), ...) -> book
 _ENGINES_LOCK = threading.Lock()
 _cache_size: int | None = None          # None: not set yet; read $ADVISOR_ENGINE_CACHE on first use
 
@@ -67,8 +75,9 @@ def _checked_size(value: Any, source: str) -> int:
 
 
 def set_engine_cache_size(n: int) -> None:
-    """Keep at most `n` (>= 1) compiled engines in this process; evicts (and closes) the least
-    recently used ones beyond it. Overrides $ADVISOR_ENGINE_CACHE."""
+    """Keep at most `n` (>= 1) distinct site-rule contents compiled in this process (their rule books
+    and engines; the built-in book's are always kept); evicts (and closes) the least recently used
+    ones beyond it. Overrides $ADVISOR_ENGINE_CACHE."""
     global _cache_size
     size = _checked_size(n, "set_engine_cache_size")
     with _ENGINES_LOCK:
@@ -86,8 +95,13 @@ def engine_cache_size() -> int:
 
 
 def cached_engine_count() -> int:
-    """How many engines the cache holds now (for tests and monitoring)."""
+    """How many engines the cache holds now, the built-in book's included (for tests and monitoring)."""
     return len(_ENGINES)
+
+
+def cached_site_contents() -> int:
+    """How many distinct site-rule contents have engines cached now (at most engine_cache_size())."""
+    return len(_REVISIONS)
 
 
 def _close(engine: Any) -> None:
@@ -97,14 +111,18 @@ def _close(engine: Any) -> None:
 
 
 def _evict_locked() -> None:
-    """Drop least recently used entries beyond the bound (caller holds _ENGINES_LOCK); an entry
-    still leased is closed by its last lease instead."""
+    """Drop the least recently used site contents beyond the bound, books and engines (caller holds
+    _ENGINES_LOCK); an engine still leased is closed by its last lease instead."""
     size = engine_cache_size()
-    while len(_ENGINES) > size:
-        _, entry = _ENGINES.popitem(last=False)
-        entry.evicted = True
-        if entry.leases == 0:
-            _close(entry.engine)
+    while len(_BOOKS) > size:
+        _BOOKS.popitem(last=False)
+    while len(_REVISIONS) > size:
+        revision, _ = _REVISIONS.popitem(last=False)
+        for key in [k for k in _ENGINES if k[0] == revision]:
+            entry = _ENGINES.pop(key)
+            entry.evicted = True
+            if entry.leases == 0:
+                _close(entry.engine)
 
 
 def _acquire(book: RuleBook, name: str | None) -> _Entry:
@@ -114,9 +132,10 @@ def _acquire(book: RuleBook, name: str | None) -> _Entry:
         if entry is None:
             # Built under the lock: two threads must not both register the same revision.
             entry = _ENGINES[key] = _Entry(make_engine(book.rulesets, key[1]))
+        if book.revision != builtin_rulebook().revision:
+            _REVISIONS[book.revision] = None
+            _REVISIONS.move_to_end(book.revision)
             _evict_locked()
-        else:
-            _ENGINES.move_to_end(key)
         entry.leases += 1
         return entry
 
@@ -139,8 +158,22 @@ def engine_for(book: RuleBook, name: str | None):
 
 
 def rulebook_for(rules: tuple[str | Path, ...]) -> RuleBook:
-    """The built-in rule book, or it with the site rule files `rules` loaded after it."""
-    return builtin_rulebook() if not rules else load_rulebook(tuple(rules))
+    """The built-in rule book, or it with the site rule files `rules` after it: the files are read on
+    every call, and compiled only when these paths with these bytes are not in the cache."""
+    if not rules:
+        return builtin_rulebook()
+    files = read_site_files(tuple(rules))
+    key = tuple((f.path, f.digest) for f in files)
+    with _ENGINES_LOCK:
+        book = _BOOKS.get(key)
+        if book is not None:
+            _BOOKS.move_to_end(key)
+            return book
+    book = site_rulebook(files)             # outside the lock: another call may compile the same; one is kept
+    with _ENGINES_LOCK:
+        book = _BOOKS.setdefault(key, book)
+        _evict_locked()
+    return book
 
 
 def evaluate_rules(book: RuleBook, facts: dict, engine_name: str | None = None,
