@@ -30,7 +30,10 @@ the embeddings are tied when the file does not say). Supported `model_type`s:
 | qwen3_next               | Gated DeltaNet / gated attention mixers, each then MoE (by pattern)  |
 | falcon_h1                | Mamba-2 and attention in parallel, then a SwiGLU MLP, in every layer |
 
-`gemma3` and `llama4` (multimodal checkpoints) are read from their `text_config`. `nemotron_h`
+`gemma3` and `llama4` (multimodal checkpoints) are read from their `text_config`. Empty or absent
+fields take the config class's defaults, as transformers reads them (Llama 4's `"no_rope_layers": []`
+is the default interleave, an absent attention_chunk_size is 8192), and transformers 5's
+`rope_parameters` stands for `rope_theta` / `rope_scaling`. `nemotron_h`
 is read into `Model.hybrid_pattern` and the `mamba_*` fields, `qwen3_next` into the pattern (its
 48 layers as 96 characters, mixer then MoE) and the `gdn_*` fields, `falcon_h1` into "M*-" per layer
 with `parallel_mixers`. The state-space models `mamba` and `mamba2` are refused with what is not modelled, never
@@ -485,11 +488,7 @@ def _attention_window(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None
     attention_chunk_size on the RoPE layers, global on every 4th (no_rope_layers / iRoPE)."""
     cfg = r.cfg
     if r.model_type == "llama4_text":
-        chunk = r.optional(("attention_chunk_size",))
-        if chunk:
-            kwargs["attention_chunk"] = chunk
-            kwargs["global_attention_every"] = _every_from_flags(r, cfg.get("no_rope_layers"), layers, "no_rope_layers",
-                                                                 global_value=0, default=4)
+        _llama4_attention(r, kwargs, layers)
         return
     if cfg.get("use_sliding_window") is False:
         return
@@ -541,10 +540,32 @@ def _falcon_kv_heads(r: "_Reader", heads: int) -> int:
     return 1 if r.flag("multi_query", True) else heads
 
 
+# Llama4TextConfig's defaults (huggingface/transformers@008e574391258935f3ecc3035c882e73bbcac419
+# src/transformers/models/llama4/configuration_llama4.py): attention_chunk_size 8192 when the key is
+# absent (an explicit null turns chunking off), no_rope_layer_interval 4.
+_LLAMA4_CHUNK, _LLAMA4_NOPE_EVERY = 8192, 4
+
+
+def _llama4_attention(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
+    """Llama 4's chunked attention on its RoPE layers, global on the NoPE ones (iRoPE), as
+    Llama4TextConfig.__post_init__ reads them: `no_rope_layers` (1: RoPE and chunked, 0: NoPE and
+    global) when the list is non-empty, else every no_rope_layer_interval-th layer is NoPE; an empty
+    list is the default interleave (Llama-4-Scout-17B-16E ships "no_rope_layers": [])."""
+    chunk = r.cfg.get("attention_chunk_size", _LLAMA4_CHUNK)
+    if chunk is None:
+        return
+    kwargs["attention_chunk"] = r.value("attention_chunk_size", chunk)
+    flags = r.cfg.get("no_rope_layers")
+    if not flags:     # None or [] (Python truthiness, as the config class tests it)
+        every = r.optional(("no_rope_layer_interval",)) or _LLAMA4_NOPE_EVERY
+        flags = [int((i + 1) % every != 0) for i in range(layers)]
+    kwargs["global_attention_every"] = _every_from_flags(r, flags, layers, "no_rope_layers", global_value=0)
+
+
 def _llama4(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
     """Llama4TextConfig: experts of intermediate_size with one shared expert of the same size, on the
-    layers interleave_moe_layer_step - 1, 2 * step - 1, ... (modeling_llama4.py `moe_layers`); the
-    other layers' MLP is intermediate_size_mlp wide."""
+    layers `moe_layers` lists, by default interleave_moe_layer_step - 1, 2 * step - 1, ...
+    (configuration_llama4.py __post_init__); the other layers' MLP is intermediate_size_mlp wide."""
     experts = r.required(("num_local_experts",))
     step = r.optional(("interleave_moe_layer_step",)) or 1
     kwargs["experts"] = experts
@@ -552,8 +573,26 @@ def _llama4(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
     kwargs["moe_ffn_hidden"] = r.required(("intermediate_size",))
     kwargs["ffn_hidden"] = r.optional(("intermediate_size_mlp",)) or kwargs["moe_ffn_hidden"]
     kwargs["shared_experts"] = 1
-    kwargs["dense_layers"] = step - 1
-    kwargs["moe_layer_freq"] = step
+    listed = r.cfg.get("moe_layers")
+    moe = list(range(step - 1, layers, step)) if listed is None else listed
+    first, freq = _every_nth(r, "moe_layers", moe, layers)
+    kwargs["dense_layers"] = first
+    kwargs["moe_layer_freq"] = freq
+
+
+def _every_nth(r: "_Reader", key: str, indices: Any, layers: int) -> tuple[int, int]:
+    """(first, n) of a layer list that is `first`, then every n-th layer to the end: the MoE layers
+    advisor.Model describes (dense_layers, moe_layer_freq)."""
+    if not isinstance(indices, list) or not indices or not all(
+            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < layers for i in indices):
+        raise InputError(f"hf_config.{key}", indices, f"a non-empty list of layer indices below {layers} "
+                         f"(model_type '{r.model_type}')", _where(r.where))
+    first = indices[0]
+    freq = indices[1] - first if len(indices) > 1 else layers - first
+    if freq <= 0 or indices != list(range(first, layers, freq)):
+        raise InputError(f"hf_config.{key}", indices, "MoE layers advisor can describe: from the first MoE layer "
+                         f"on, every n-th one (model_type '{r.model_type}')", _where(r.where))
+    return first, freq
 
 
 # --- DeepSeek-V2/V3 ------------------------------------------------------------------------------
@@ -651,17 +690,19 @@ def _rope(r: "_Reader") -> dict[str, Any]:
     """rope_theta, partial_rotary_factor and rope_scaling: the RoPE base, the share of each head it
     rotates (Qwen3-Next 0.25, Phi-4-mini 0.75) and the frequency scaling the launch configs write."""
     out: dict[str, Any] = {}
-    if r.cfg.get("rope_theta") is not None:
-        out["rope_theta"] = _positive(r, "rope_theta", r.cfg["rope_theta"])
-    rotary = r.cfg.get("partial_rotary_factor")
+    params = _rope_parameters(r.cfg)
+    theta = r.cfg.get("rope_theta", params.get("rope_theta"))
+    if theta is not None:
+        out["rope_theta"] = _positive(r, "rope_theta", theta)
+    rotary = r.cfg.get("partial_rotary_factor", params.get("partial_rotary_factor"))
     if rotary is not None:
         if isinstance(rotary, bool) or not isinstance(rotary, (int, float)) or not 0 < rotary <= 1:
             raise InputError("hf_config.partial_rotary_factor", rotary,
                              f"a number in (0, 1] (model_type '{r.model_type}')", _where(r.where))
         if rotary != 1:
             out["rotary_percent"] = float(rotary)
-    scaling = r.cfg.get("rope_scaling")
-    if not isinstance(scaling, Mapping):
+    scaling = _rope_scaling(r.cfg)
+    if scaling is None:
         return out
     kind = scaling.get("rope_type", scaling.get("type"))
     if kind in (None, "default"):
@@ -674,11 +715,32 @@ def _rope(r: "_Reader") -> dict[str, Any]:
     return out
 
 
+def _rope_parameters(cfg: Mapping[str, Any]) -> Mapping[str, Any]:
+    """transformers 5's `rope_parameters` (rope_type, rope_theta, factor, ... in one dict, which configs
+    it saves carry instead of rope_theta / rope_scaling: e.g. Llama4TextConfig.rope_parameters at
+    huggingface/transformers@008e574391258935f3ecc3035c882e73bbcac419), the full-attention layers'
+    entry when it is kept per layer type (Gemma 3), or an empty dict."""
+    params = cfg.get("rope_parameters")
+    if not isinstance(params, Mapping):
+        return {}
+    if "rope_type" not in params and isinstance(params.get("full_attention"), Mapping):
+        return params["full_attention"]
+    return params
+
+
+def _rope_scaling(cfg: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The RoPE scaling dict: `rope_scaling`, else transformers 5's `rope_parameters`; None without one."""
+    scaling = cfg.get("rope_scaling")
+    if isinstance(scaling, Mapping):
+        return scaling
+    return _rope_parameters(cfg) or None
+
+
 def _pretraining_context(cfg: Mapping[str, Any], max_position: int | None, r: "_Reader") -> int | None:
     """The context the model was pretrained at: RoPE scaling's original length when the config
     extends it (Llama 3.1: 8192 of 131072; DeepSeek-V3: 4096 of 163840), else max_position."""
-    scaling = cfg.get("rope_scaling")
-    if isinstance(scaling, Mapping) and scaling.get("original_max_position_embeddings") is not None:
+    scaling = _rope_scaling(cfg)
+    if scaling is not None and scaling.get("original_max_position_embeddings") is not None:
         return r.value("rope_scaling.original_max_position_embeddings",
                        scaling["original_max_position_embeddings"])
     if max_position is not None and max_position > LONGEST_STATED_CONTEXT:
