@@ -71,6 +71,8 @@ class MegatronFlag:
     note: str = ""
     versions: tuple[str, ...] = ("main", "core_v0.16.1")
     """The MEGATRON_PINS releases that declare the flag (the snapshots in tests/data/frameworks check it)."""
+    main_choices: tuple[str, ...] = ()
+    """Choices only main declares (the export writes them for main only)."""
 
 
 def _f(flag: str, kind: FlagKind, where: str, **kw: Any) -> tuple[str, MegatronFlag]:
@@ -113,7 +115,7 @@ MEGATRON_FLAGS: dict[str, MegatronFlag] = dict([
     _f("--max-position-embeddings", "int", f"{_NET}, {_W(80)}",
        note="validate_args asserts it is >= --seq-length (M21)"),
     _f("--position-embedding-type", "choice", f"{_NET}, {_W(80)}",
-       choices=("learned_absolute", "rope", "mrope", "relative", "none"),
+       choices=("learned_absolute", "rope", "mrope", "relative", "none"), main_choices=("yarn",),
        note="no ALiBi choice in Megatron-LM; BigScience's Megatron-DeepSpeed takes alibi (megatron/enums.py "
             "@ 754cf21a487eb2a63eaaa7f9def52d725262b639), written for framework megatron+deepspeed"),
     _f("--normalization", "choice", f"{_NET}, {_W(80)}", choices=("LayerNorm", "RMSNorm")),
@@ -272,7 +274,10 @@ MEGATRON_FLAGS: dict[str, MegatronFlag] = dict([
     _f("--rope-type", "choice", _pinned("arguments.py L2906", "arguments.py L2049", "2226"), choices=("rope", "yarn"),
        note="MLA only; MLATransformerConfig's default is yarn (transformer_config.py, core_v0.16.1 L2034)"),
     _f("--rotary-scaling-factor", "float", _pinned("arguments.py L3558", "arguments.py L2735", "3247"),
-       note="YaRN factor for MLA; MLATransformerConfig's own default is 40"),
+       note="YaRN factor for MLA; MLATransformerConfig's own default is 40. At main also the GPT model's YaRN "
+            "factor (argument_utils.py _apply_yarn_config_from_args: yarn_rotary_scaling_factor)"),
+    _f("--yarn-original-max-position-embeddings", "int", _pinned("arguments.py L2400", "not declared"),
+       versions=("main",), note="the pretraining context YaRN extends (argument_utils.py default 4096)"),
     _f("--attention-dropout", "float", _pinned(f"{_TC} L191", f"{_TC} L140", "1901"), note="default 0.1"),
     _f("--hidden-dropout", "float", _pinned(f"{_TC} L188", f"{_TC} L137", "1903"), note="default 0.1"),
     _f("--optimizer", "choice", _pinned("arguments.py L2913", "arguments.py L2056", "2245"),
@@ -371,6 +376,11 @@ def megatron_notes(layout: Layout, model: Model, training: Training, cluster: Cl
         notes.append("Megatron-DeepSpeed: pass the DeepSpeed JSON (--format deepspeed) with --deepspeed "
                      "--deepspeed_config; ZeRO and offload are set there")
         notes += untranslated_note(megatron_lm_args(layout, model, training, cluster, assumptions))
+    if model.rope_scaling == "yarn" and model.mla is None:
+        notes.append("YaRN: --yarn-beta-fast / --yarn-beta-slow / --mscale default to 32, 1, 1 and the correction "
+                     "range is rounded to integers; set them to your config.json's rope_scaling (gpt-oss: "
+                     "truncate false, i.e. --no-yarn-correction-range-round-to-int, as Megatron-Bridge's gpt-oss "
+                     "provider sets it)")
     return notes
 
 
@@ -476,7 +486,8 @@ def _positions(out: _Args, layout: Layout, model: Model, b: Batch) -> None:
         out.add("--position-embedding-type", "none")
     else:
         out.add("--max-position-embeddings", max(model.max_position or 0, b.seq))
-        out.add("--position-embedding-type", "rope")
+        yarn = model.rope_scaling == "yarn" and model.mla is None     # the GPT model's YaRN (_gpt_yarn)
+        out.add("--position-embedding-type", "yarn" if yarn and out.version == "main" else "rope")
         _rope(out, model)
 
 
@@ -497,15 +508,29 @@ def _rope(out: _Args, model: Model) -> None:
                           "MLA takes --rope-type rope|yarn; --use-rope-scaling is the GPT model's")
         out.add("--use-rope-scaling")
         out.add("--rope-scaling-factor", model.rope_scaling_factor)
+    elif model.rope_scaling == "yarn" and model.mla is None:
+        _gpt_yarn(out, model)
     elif model.rope_scaling == "yarn":
-        if model.mla is None:
-            raise refused("Model.rope_scaling", "yarn", "'llama3' or 'none' without MLA", "megatron.rope-scaling-kind",
-                          "core_v0.16.1 has YaRN for MLA only (--rope-type); main's --position-embedding-type yarn "
-                          "is not in the release")
         out.add("--rope-type", "yarn")
         out.add("--rotary-scaling-factor", model.rope_scaling_factor)
     elif model.mla is not None:
         out.add("--rope-type", "rope")
+
+
+def _gpt_yarn(out: _Args, model: Model) -> None:
+    """YaRN on a GPT (non-MLA) model: main's --position-embedding-type yarn, whose factor and original
+    context argument_utils.py _apply_yarn_config_from_args copies into the yarn_* fields GPTModel reads
+    (@ d98e8a64); core_v0.16.1 has no such choice (audit rule megatron.yarn-gpt-release says which
+    releases run it). The original context is the model's pretraining length (the HF reader takes
+    rope_scaling.original_max_position_embeddings); beta_fast / beta_slow / mscale stay Megatron's
+    defaults (32, 1, 1), and megatron_notes names what a checkpoint may set otherwise."""
+    if out.version != "main":
+        raise InputError("Model.rope_scaling", "yarn", f"no YaRN on a GPT model for Megatron-LM {out.version}",
+                         "export for --framework-version main, whose --position-embedding-type takes yarn "
+                         "(audit rule megatron.yarn-gpt-release)")
+    out.add("--rotary-scaling-factor", model.rope_scaling_factor)
+    if model.seq_len is not None:
+        out.add("--yarn-original-max-position-embeddings", model.seq_len)
 
 
 def _moe(out: _Args, layout: Layout, model: Model, A: Assumptions) -> None:
