@@ -222,6 +222,17 @@ MEGATRON_FLAGS: dict[str, MegatronFlag] = dict([
     _f("--qk-head-dim", "int", f"{_MLA}, {_W(192)}", note="the no-RoPE part of the q/k head"),
     _f("--qk-pos-emb-head-dim", "int", f"{_MLA}, {_W(192)}"),
     _f("--v-head-dim", "int", f"{_MLA}, {_W(192)}"),
+    # DeepSeek Sparse Attention and LatentMoE: TransformerConfig fields declared as flags by ArgumentGroupFactory
+    _f("--experimental-attention-variant", "choice", _pinned(f"{_TC} L301", f"{_TC} L250"), choices=("dsa",),
+       note="main also takes gdn, gdn2; both take gated_delta_net"),
+    _f("--dsa-indexer-n-heads", "int", _pinned(f"{_TC} L317", f"{_TC} L256")),
+    _f("--dsa-indexer-head-dim", "int", _pinned(f"{_TC} L320", f"{_TC} L259")),
+    _f("--dsa-indexer-topk", "int", _pinned(f"{_TC} L323", f"{_TC} L262")),
+    _f("--dsa-indexer-loss-coeff", "float", _pinned(f"{_TC} L333", f"{_TC} L265"),
+       note="None by default, which dsa.py compares with 0 (a TypeError at core_v0.16.1 L813): always written"),
+    _f("--moe-latent-size", "int", _pinned(f"{_TC} L952", f"{_TC} L719")),
+    _f("--mtp-hybrid-override-pattern", "str", _pinned(f"{_TC} L97 (deprecated, converted in arguments.py L774)",
+       "not declared"), versions=("main",)),
     # ---- issue 20: the settings the estimate depends on (MEGATRON_PINS; megatron/core/transformer/...)
     _f("--moe-token-dispatcher-type", "choice",
        _pinned(f"{_TC} L891 TransformerConfig.moe_token_dispatcher_type", f"{_TC} L675", "3201"),
@@ -424,9 +435,13 @@ def _shape(out: _Args, layout: Layout, model: Model, b: Batch, A: Assumptions) -
         out.add("--qk-head-dim", a.qk_nope_head_dim)
         out.add("--qk-pos-emb-head-dim", a.qk_rope_head_dim)
         out.add("--v-head-dim", a.v_head_dim)
+    if model.dsa_topk is not None:
+        _dsa(out, model)
     _moe(out, layout, model, A)
     if model.mtp_layers:
         out.add("--mtp-num-layers", model.mtp_layers)
+        if model.hybrid_pattern is not None:
+            _hybrid_mtp(out, model)
     if model.hybrid_pattern is not None and "G" in model.hybrid_pattern:
         _gdn(out, model)
     if model.hybrid_pattern is not None:
@@ -442,6 +457,38 @@ def _shape(out: _Args, layout: Layout, model: Model, b: Batch, A: Assumptions) -
             out.add("--mamba-head-dim", model.mamba_head_dim)
             out.add("--mamba-num-groups", model.mamba_groups)
             out.add("--mamba-num-heads", model.mamba_heads)
+
+
+# The weight of the DSA indexer's KL loss (Megatron-Core dsa_indexer_loss_coeff, None by default, which dsa.py
+# cannot compare with 0): Megatron-Bridge's GLM-5 bridge's value (NVIDIA-NeMo/Megatron-Bridge@
+# 067f987df03b8355b03192d88d70f1709fedf51a src/megatron/bridge/models/glm_moe_dsa/glm5_bridge.py
+# dsa_indexer_loss_coeff 0.001); the indexer's inputs are detached, so it weighs only the indexer's own training.
+DSA_INDEXER_LOSS_COEFF = 0.001
+
+
+def _dsa(out: _Args, model: Model) -> None:
+    """DeepSeek Sparse Attention: the sparse path the estimate prices is core_v0.19.0's and main's
+    (audit rules megatron.dsa-release, megatron.dsa-needs-core-0.19); core_v0.16.1's DSAttention computes
+    the dense score matrix, so the export refuses it there rather than write a different run."""
+    if out.version != "main":
+        raise InputError("Model.dsa_topk", model.dsa_topk, f"no sparse DSA path for Megatron-LM {out.version}",
+                         "export for --framework-version main, whose DSAttention attends the top-k keys only "
+                         "(audit rule megatron.dsa-needs-core-0.19)")
+    out.add("--experimental-attention-variant", "dsa")
+    out.add("--dsa-indexer-n-heads", model.dsa_indexer_heads)
+    out.add("--dsa-indexer-head-dim", model.dsa_indexer_head_dim)
+    out.add("--dsa-indexer-topk", model.dsa_topk)
+    out.add("--dsa-indexer-loss-coeff", DSA_INDEXER_LOSS_COEFF)
+
+
+def _hybrid_mtp(out: _Args, model: Model) -> None:
+    """A hybrid stack's MTP modules, each an attention and an MoE (or MLP) layer: main converts the
+    legacy pattern flag into its unified pattern (audit rule megatron.hybrid-mtp-needs-main)."""
+    if out.version != "main":
+        raise InputError("Model.mtp_layers", model.mtp_layers, f"0 for a hybrid stack on Megatron-LM {out.version}",
+                         "export for --framework-version main, which takes --mtp-hybrid-override-pattern "
+                         "(audit rule megatron.hybrid-mtp-needs-main)")
+    out.add("--mtp-hybrid-override-pattern", "*E" if model.is_moe else "*-")
 
 
 def _gdn(out: _Args, model: Model) -> None:
@@ -556,6 +603,8 @@ def _moe(out: _Args, layout: Layout, model: Model, A: Assumptions) -> None:
         if model.router_group_topk is not None:
             out.add("--moe-router-group-topk", model.router_group_topk)
     out.add("--moe-ffn-hidden-size", model.moe_ffn_hidden)
+    if model.moe_latent_size is not None:
+        out.add("--moe-latent-size", model.moe_latent_size)
     if model.shared_experts:
         out.add("--moe-shared-expert-intermediate-size", model.shared_experts * model.moe_ffn_hidden)
         if model.shared_expert_gate:
