@@ -387,6 +387,10 @@ def megatron_notes(layout: Layout, model: Model, training: Training, cluster: Cl
         notes.append("Megatron-DeepSpeed: pass the DeepSpeed JSON (--format deepspeed) with --deepspeed "
                      "--deepspeed_config; ZeRO and offload are set there")
         notes += untranslated_note(megatron_lm_args(layout, model, training, cluster, assumptions))
+    if model.rope_scaling == "llama3":
+        notes.append("--use-rope-scaling applies Llama 3.1's frequency bands (low_freq_factor 1, high_freq_factor 4, "
+                     "original context 8192; rotary_pos_embedding.py _apply_scaling): a config.json with other bands "
+                     "(Llama 4 Scout: 1 and 1) is not reproduced exactly")
     if model.rope_scaling == "yarn" and model.mla is None:
         notes.append("YaRN: --yarn-beta-fast / --yarn-beta-slow / --mscale default to 32, 1, 1 and the correction "
                      "range is rounded to integers; set them to your config.json's rope_scaling (gpt-oss: "
@@ -534,6 +538,10 @@ def _positions(out: _Args, layout: Layout, model: Model, b: Batch) -> None:
     else:
         out.add("--max-position-embeddings", max(model.max_position or 0, b.seq))
         yarn = model.rope_scaling == "yarn" and model.mla is None     # the GPT model's YaRN (_gpt_yarn)
+        if yarn and layout.framework == "megatron+deepspeed":
+            raise refused("Model.rope_scaling", "yarn", "'llama3' or 'none' without MLA under Megatron-DeepSpeed",
+                          "megatron.rope-scaling-kind", "Megatron-DeepSpeed's parser has --use-rotary-position-embeddings and "
+                          "--rotary-percent, no RoPE scaling (tests/data/frameworks/megatron-deepspeed.json)")
         out.add("--position-embedding-type", "yarn" if yarn and out.version == "main" else "rope")
         _rope(out, model)
 
