@@ -47,8 +47,8 @@ from .memory import act_layers_of, offloaded_layers
 
 _new = object.__new__
 
-__all__ = ["per_token_forward_flops", "moe_token_weights", "model_flops_per_step", "executed_flops_per_step", "stage_times", "time_terms",
-           "variant_floors"]
+__all__ = ["per_token_forward_flops", "moe_token_weights", "model_flops_per_step", "executed_flops_per_step",
+           "stage_times", "time_terms", "variant_floors"]
 
 _SOFTMAX_FWD_SHARE = 9.0 / 22.0  # forward part of softmax_bytes_per_score (see Assumptions)
 _NO_COMM = (0.0, 0.0, 0.0, False)   # what the comm.*_per_microbatch terms return for a degree of 1

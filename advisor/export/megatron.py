@@ -540,8 +540,9 @@ def _positions(out: _Args, layout: Layout, model: Model, b: Batch) -> None:
         yarn = model.rope_scaling == "yarn" and model.mla is None     # the GPT model's YaRN (_gpt_yarn)
         if yarn and layout.framework == "megatron+deepspeed":
             raise refused("Model.rope_scaling", "yarn", "'llama3' or 'none' without MLA under Megatron-DeepSpeed",
-                          "megatron.rope-scaling-kind", "Megatron-DeepSpeed's parser has --use-rotary-position-embeddings and "
-                          "--rotary-percent, no RoPE scaling (tests/data/frameworks/megatron-deepspeed.json)")
+                          "megatron.rope-scaling-kind",
+                          "Megatron-DeepSpeed's parser has --use-rotary-position-embeddings and --rotary-percent, "
+                          "no RoPE scaling (tests/data/frameworks/megatron-deepspeed.json)")
         out.add("--position-embedding-type", "yarn" if yarn and out.version == "main" else "rope")
         _rope(out, model)
 
