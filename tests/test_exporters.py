@@ -67,7 +67,7 @@ def megatron_parser() -> argparse.ArgumentParser:
         if spec.kind in ("store_true", "store_false"):
             parser.add_argument(flag, action=spec.kind, **kw)
         elif spec.kind == "choice":
-            parser.add_argument(flag, choices=spec.choices, **kw)
+            parser.add_argument(flag, choices=spec.choices + spec.main_choices, **kw)
         elif spec.kind == "str_list":
             parser.add_argument(flag, nargs="*", **kw)
         elif spec.kind == "moe_freq":

@@ -152,16 +152,6 @@ def test_windowed_attention_costs_less_at_long_context():
     assert windowed < advisor.estimate(cluster, full, layout, t).compute_time
 
 
-def test_gpt_oss_names_the_rope_scaling_megatron_cannot_write():
-    # its config carries YaRN; Megatron-LM's pinned releases have YaRN for MLA models only, and the
-    # other frameworks cannot fit 117B of experts without expert parallelism on 64 H100
-    rec = advisor.recommend(Cluster(gpu="H100-SXM-80GB", gpus=64), _model("gpt-oss-120b"))
-    assert rec.status == "infeasible"
-    last = [e for e in rec.trace.events if e.op == "reject"][-1]
-    assert last.rule_id == "megatron.rope-scaling-kind" and "every layout that fits" in last.message
-    assert advisor.recommend(Cluster(gpu="H100-SXM-80GB", gpus=64), "gpt-oss-120b").layout is not None
-
-
 @pytest.mark.parametrize("key", ["gemma-3-27b", "phi-4", "olmo-2-7b", "mistral-nemo", "llama-4-maverick"])
 def test_each_family_gets_an_answer_with_a_clean_audit(key):
     gpus = {"gpt-oss-120b": 64, "llama-4-maverick": 256}.get(key, 16)

@@ -308,7 +308,9 @@ def ep_plan(c: Ctx, A) -> tuple:
     all-to-all's (bytes, seconds, network) and all-to-alls per MoE layer. Over NVLink the exchange
     runs at Assumptions.ep_nvlink_efficiency (the measured dispatch / combine kernels), not at the
     bulk collectives' nvlink_efficiency."""
-    payload = 2.0 * c.s_loc * c.b * c.topk * c.h * c.etp / c.tp * A.moe_load_imbalance
+    # a routed token is moe_width wide: hidden, or LatentMoE's latent width (the down projection runs before
+    # dispatch: Megatron-Core moe_layer.py fc1_latent_proj in the preprocess step)
+    payload = 2.0 * c.s_loc * c.b * c.topk * c.pc.moe_width * c.etp / c.tp * A.moe_load_imbalance
     per_layer = 6.0 if c.recompute == "full" else 4.0
     if A.moe_token_dispatcher == "deepep":
         return (*_deepep(c, A, payload), per_layer)

@@ -257,6 +257,8 @@ def _attended_span(model, seq: int) -> float:
     full causal matrix of 2w - w(w - 1)/s columns would execute (Beltagy et al. 2020, Longformer
     §3.1: sliding-window attention is O(s w)); a chunked layer attends (c + 1)/2 keys on average.
     The window applies to every attention kind."""
+    if getattr(model, "dsa_topk", None) is not None:
+        return _dsa_span(model, seq)
     windowed = windowed_layers(model)
     if not windowed:
         return float(seq)
@@ -273,6 +275,21 @@ def _attended_span(model, seq: int) -> float:
         span = 2.0 * w - w * (w - 1) / seq
     share = windowed / model.layers
     return (1.0 - share) * seq + share * span
+
+
+def _dsa_span(model, seq: int) -> float:
+    """_attended_span of DeepSeek Sparse Attention (DeepSeek-V3.2, arXiv:2512.02556 §2.1), every layer: a
+    query attends its top-k earlier keys, min(i + 1, k) at position i, which counts as a window of k
+    (2k - k(k - 1)/s columns of a full causal matrix, as _attended_span's windows); and its lightning
+    indexer scores every earlier key with dsa_indexer_heads heads of dsa_indexer_head_dim channels, one
+    QK product of the full causal matrix, i.e. s x (heads x head_dim) / (wq + wo) more columns of the
+    attention's two (QK and AV over wq + wo channels). The indexer's projections are weights
+    (architecture._dsa_indexer), priced with the other GEMMs."""
+    k = model.dsa_topk
+    sparse = float(seq) if k >= seq else 2.0 * k - k * (k - 1) / seq
+    mla = model.mla
+    width = model.heads * (mla.qk_nope_head_dim + mla.qk_rope_head_dim + mla.v_head_dim)
+    return sparse + seq * model.dsa_indexer_heads * model.dsa_indexer_head_dim / width
 
 
 def _packed_span(span: float, training) -> float:

@@ -134,9 +134,10 @@ def _attention_linears(c: Ctx) -> tuple:
     return (Linear(q / t, h, fmt), Linear(k, h, fmt), Linear(k, h, fmt), Linear(h, c.wo / t, fmt))
 
 
-def _mlp_linears(c: Ctx, width: float, split: float) -> tuple:
-    """FC1 (gate and up) and FC2 of an MLP `width` wide, split over `split` ranks."""
-    h, fmt, w = c.h, _fmt(c), width / split
+def _mlp_linears(c: Ctx, width: float, split: float, model_width: float | None = None) -> tuple:
+    """FC1 (gate and up) and FC2 of an MLP `width` wide on tokens `model_width` wide (the hidden
+    size; LatentMoE's latent size for its routed experts), split over `split` ranks."""
+    h, fmt, w = model_width or c.h, _fmt(c), width / split
     if not c.gated:
         return (Linear(w, h, fmt), Linear(h, w, fmt))
     if c.stack == "megatron":
@@ -155,10 +156,15 @@ def parts(c: Ctx, sustained: tuple = ()) -> Part:
         # tokens a local expert receives: the rank's T/tp tokens x topk routed copies, spread over the
         # experts / ep local experts of each of the ep x etp ranks that share them
         per_expert = T * c.topk * c.ep * c.etp / (c.tp * c.experts)
-        moe = grouped_passes(c, per_expert, c.experts / c.ep, _mlp_linears(c, c.f_moe, c.etp), sustained)
+        pc = c.pc
+        width = pc.moe_width or c.h           # LatentMoE: the routed experts run on the latent width
+        moe = grouped_passes(c, per_expert, c.experts / c.ep, _mlp_linears(c, c.f_moe, c.etp, width), sustained)
         moe += gemm_passes(c, T, (Linear(c.experts, c.h, "bf16"),), sustained)     # the router
-        if c.shared:
-            moe += gemm_passes(c, T, _mlp_linears(c, c.shared * c.f_moe, c.tp), sustained)
+        if pc.latent_proj:                    # LatentMoE's down and up projections, on every token
+            moe += gemm_passes(c, T, (Linear(width, c.h, _fmt(c)), Linear(c.h, width, _fmt(c))), sustained)
+        if pc.shared_mlp:                     # the shared experts, one dense MLP at the hidden width
+            shared_width = pc.shared_mlp / ((3 if c.gated else 2) * c.h)
+            moe += gemm_passes(c, T, _mlp_linears(c, shared_width, c.tp), sustained)
     mamba = NO_PASSES
     if c.hyb is not None and c.hyb[0]:
         d_inner, gn, nheads = c.hyb[:3]

@@ -429,6 +429,8 @@ def _state_invariants(c: Ctx, A) -> tuple:
     dense_layer = attn + pc.dense_mlp / tp + pc.norms
     routed = c.experts * pc.expert if c.experts > 1 else 0
     moe_other = attn + (pc.moe_mlp - routed - c.h * c.experts) / tp + c.h * c.experts + pc.norms
+    # LatentMoE's projections are replicated over TP (Megatron-Core moe_layer.py: parallel_mode "duplicated")
+    moe_other += pc.latent_proj - pc.latent_proj / tp
     word = c.vpad * c.h / tp
     # ---- bytes per parameter: replicated + sharded over the dense (dp*cp) or expert-DP group
     sa = state_args(c.optimizer, c.master, c.h, A)

@@ -52,8 +52,8 @@ from .memory import act_layers_of, offloaded_layers
 
 _new = object.__new__
 
-__all__ = ["per_token_forward_flops", "model_flops_per_step", "executed_flops_per_step", "stage_times", "time_terms",
-           "variant_floors"]
+__all__ = ["per_token_forward_flops", "moe_token_weights", "model_flops_per_step", "executed_flops_per_step",
+           "stage_times", "time_terms", "variant_floors"]
 
 _SOFTMAX_FWD_SHARE = 9.0 / 22.0  # forward part of softmax_bytes_per_score (see Assumptions)
 _NO_COMM = (0.0, 0.0, 0.0, False)   # what the comm.*_per_microbatch terms return for a degree of 1
@@ -67,12 +67,22 @@ def per_token_forward_flops(c: Ctx, n_dense: float, n_moe: float, logits: bool, 
     pc = c.pc
     lin = n_dense * (pc.attention + pc.dense_mlp)
     if n_moe:
-        lin += n_moe * (pc.attention + c.h * c.experts + (c.topk + c.shared) * pc.expert)
+        lin += n_moe * (pc.attention + moe_token_weights(c))
     lin *= 2.0
     if logits:
         lin += 2.0 * c.h * vocab
     attn = (n_dense + n_moe) * 2.0 * c.seq_attn * (c.wq + c.wo)
     return lin, attn
+
+
+def moe_token_weights(c: Ctx) -> float:
+    """Weights one token multiplies in an MoE layer's MLP: the router (hidden x experts), its top-k routed
+    experts, the shared experts and, with LatentMoE, the down and up projections around the routed
+    experts, whose own GEMMs then run on the latent width (advisor.inputs.architecture._moe_mlp;
+    Megatron-Bridge training/utils/flop_utils.py moe_layer_flops counts the same: routed on the latent
+    size, plus 4 x hidden x latent per token for the two projections forward and backward)."""
+    pc = c.pc
+    return c.h * c.experts + c.topk * pc.expert + pc.shared_mlp + pc.latent_proj
 
 
 def ssd_flops_per_token(c: Ctx) -> float:
@@ -119,7 +129,7 @@ def hybrid_forward_flops(c: Ctx, kinds: tuple, logits: bool, vocab: float):
     mamba_gemm = c.h * (2 * d_inner + 2 * gn + nheads) + d_inner * c.h
     lin = n_m * mamba_gemm + n_a * pc.attention + n_d * pc.dense_mlp
     if n_e:
-        lin += n_e * (c.h * c.experts + (c.topk + c.shared) * pc.expert)
+        lin += n_e * moe_token_weights(c)
     lin *= 2.0
     if logits:
         lin += 2.0 * c.h * vocab
@@ -373,7 +383,7 @@ def _selective_extra(c: Ctx, A) -> tuple | None:
     if c.experts > 1:
         if "moe" in mods:
             # router h x E and the k routed + shared experts a token passes through (per_token_forward_flops)
-            f_moe += 2.0 * (h * c.experts + (c.topk + c.shared) * pc.expert)
+            f_moe += 2.0 * moe_token_weights(c)
             calls_moe += 2.0 * (c.experts / c.ep) + (2.0 if c.shared else 0.0)   # as _gemm_calls
             # the whole MoE term of _elementwise_bytes_per_layer: expert tensors of the k + shared
             # copies, and each routed copy's permuted input and expert output (2h + 2h)

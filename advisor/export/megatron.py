@@ -71,6 +71,8 @@ class MegatronFlag:
     note: str = ""
     versions: tuple[str, ...] = ("main", "core_v0.16.1")
     """The MEGATRON_PINS releases that declare the flag (the snapshots in tests/data/frameworks check it)."""
+    main_choices: tuple[str, ...] = ()
+    """Choices only main declares (the export writes them for main only)."""
 
 
 def _f(flag: str, kind: FlagKind, where: str, **kw: Any) -> tuple[str, MegatronFlag]:
@@ -113,7 +115,7 @@ MEGATRON_FLAGS: dict[str, MegatronFlag] = dict([
     _f("--max-position-embeddings", "int", f"{_NET}, {_W(80)}",
        note="validate_args asserts it is >= --seq-length (M21)"),
     _f("--position-embedding-type", "choice", f"{_NET}, {_W(80)}",
-       choices=("learned_absolute", "rope", "mrope", "relative", "none"),
+       choices=("learned_absolute", "rope", "mrope", "relative", "none"), main_choices=("yarn",),
        note="no ALiBi choice in Megatron-LM; BigScience's Megatron-DeepSpeed takes alibi (megatron/enums.py "
             "@ 754cf21a487eb2a63eaaa7f9def52d725262b639), written for framework megatron+deepspeed"),
     _f("--normalization", "choice", f"{_NET}, {_W(80)}", choices=("LayerNorm", "RMSNorm")),
@@ -220,6 +222,17 @@ MEGATRON_FLAGS: dict[str, MegatronFlag] = dict([
     _f("--qk-head-dim", "int", f"{_MLA}, {_W(192)}", note="the no-RoPE part of the q/k head"),
     _f("--qk-pos-emb-head-dim", "int", f"{_MLA}, {_W(192)}"),
     _f("--v-head-dim", "int", f"{_MLA}, {_W(192)}"),
+    # DeepSeek Sparse Attention and LatentMoE: TransformerConfig fields declared as flags by ArgumentGroupFactory
+    _f("--experimental-attention-variant", "choice", _pinned(f"{_TC} L301", f"{_TC} L250"), choices=("dsa",),
+       note="main also takes gdn, gdn2; both take gated_delta_net"),
+    _f("--dsa-indexer-n-heads", "int", _pinned(f"{_TC} L317", f"{_TC} L256")),
+    _f("--dsa-indexer-head-dim", "int", _pinned(f"{_TC} L320", f"{_TC} L259")),
+    _f("--dsa-indexer-topk", "int", _pinned(f"{_TC} L323", f"{_TC} L262")),
+    _f("--dsa-indexer-loss-coeff", "float", _pinned(f"{_TC} L333", f"{_TC} L265"),
+       note="None by default, which dsa.py compares with 0 (a TypeError at core_v0.16.1 L813): always written"),
+    _f("--moe-latent-size", "int", _pinned(f"{_TC} L952", f"{_TC} L719")),
+    _f("--mtp-hybrid-override-pattern", "str", _pinned(f"{_TC} L97 (deprecated, converted in arguments.py L774)",
+       "not declared"), versions=("main",)),
     # ---- issue 20: the settings the estimate depends on (MEGATRON_PINS; megatron/core/transformer/...)
     _f("--moe-token-dispatcher-type", "choice",
        _pinned(f"{_TC} L891 TransformerConfig.moe_token_dispatcher_type", f"{_TC} L675", "3201"),
@@ -272,7 +285,10 @@ MEGATRON_FLAGS: dict[str, MegatronFlag] = dict([
     _f("--rope-type", "choice", _pinned("arguments.py L2906", "arguments.py L2049", "2226"), choices=("rope", "yarn"),
        note="MLA only; MLATransformerConfig's default is yarn (transformer_config.py, core_v0.16.1 L2034)"),
     _f("--rotary-scaling-factor", "float", _pinned("arguments.py L3558", "arguments.py L2735", "3247"),
-       note="YaRN factor for MLA; MLATransformerConfig's own default is 40"),
+       note="YaRN factor for MLA; MLATransformerConfig's own default is 40. At main also the GPT model's YaRN "
+            "factor (argument_utils.py _apply_yarn_config_from_args: yarn_rotary_scaling_factor)"),
+    _f("--yarn-original-max-position-embeddings", "int", _pinned("arguments.py L2400", "not declared"),
+       versions=("main",), note="the pretraining context YaRN extends (argument_utils.py default 4096)"),
     _f("--attention-dropout", "float", _pinned(f"{_TC} L191", f"{_TC} L140", "1901"), note="default 0.1"),
     _f("--hidden-dropout", "float", _pinned(f"{_TC} L188", f"{_TC} L137", "1903"), note="default 0.1"),
     _f("--optimizer", "choice", _pinned("arguments.py L2913", "arguments.py L2056", "2245"),
@@ -371,6 +387,15 @@ def megatron_notes(layout: Layout, model: Model, training: Training, cluster: Cl
         notes.append("Megatron-DeepSpeed: pass the DeepSpeed JSON (--format deepspeed) with --deepspeed "
                      "--deepspeed_config; ZeRO and offload are set there")
         notes += untranslated_note(megatron_lm_args(layout, model, training, cluster, assumptions))
+    if model.rope_scaling == "llama3":
+        notes.append("--use-rope-scaling applies Llama 3.1's frequency bands (low_freq_factor 1, high_freq_factor 4, "
+                     "original context 8192; rotary_pos_embedding.py _apply_scaling): a config.json with other bands "
+                     "(Llama 4 Scout: 1 and 1) is not reproduced exactly")
+    if model.rope_scaling == "yarn" and model.mla is None:
+        notes.append("YaRN: --yarn-beta-fast / --yarn-beta-slow / --mscale default to 32, 1, 1 and the correction "
+                     "range is rounded to integers; set them to your config.json's rope_scaling (gpt-oss: "
+                     "truncate false, i.e. --no-yarn-correction-range-round-to-int, as Megatron-Bridge's gpt-oss "
+                     "provider sets it)")
     return notes
 
 
@@ -414,9 +439,13 @@ def _shape(out: _Args, layout: Layout, model: Model, b: Batch, A: Assumptions) -
         out.add("--qk-head-dim", a.qk_nope_head_dim)
         out.add("--qk-pos-emb-head-dim", a.qk_rope_head_dim)
         out.add("--v-head-dim", a.v_head_dim)
+    if model.dsa_topk is not None:
+        _dsa(out, model)
     _moe(out, layout, model, A)
     if model.mtp_layers:
         out.add("--mtp-num-layers", model.mtp_layers)
+        if model.hybrid_pattern is not None:
+            _hybrid_mtp(out, model)
     if model.hybrid_pattern is not None and "G" in model.hybrid_pattern:
         _gdn(out, model)
     if model.hybrid_pattern is not None:
@@ -432,6 +461,38 @@ def _shape(out: _Args, layout: Layout, model: Model, b: Batch, A: Assumptions) -
             out.add("--mamba-head-dim", model.mamba_head_dim)
             out.add("--mamba-num-groups", model.mamba_groups)
             out.add("--mamba-num-heads", model.mamba_heads)
+
+
+# The weight of the DSA indexer's KL loss (Megatron-Core dsa_indexer_loss_coeff, None by default, which dsa.py
+# cannot compare with 0): Megatron-Bridge's GLM-5 bridge's value (NVIDIA-NeMo/Megatron-Bridge@
+# 067f987df03b8355b03192d88d70f1709fedf51a src/megatron/bridge/models/glm_moe_dsa/glm5_bridge.py
+# dsa_indexer_loss_coeff 0.001); the indexer's inputs are detached, so it weighs only the indexer's own training.
+DSA_INDEXER_LOSS_COEFF = 0.001
+
+
+def _dsa(out: _Args, model: Model) -> None:
+    """DeepSeek Sparse Attention: the sparse path the estimate prices is core_v0.19.0's and main's
+    (audit rules megatron.dsa-release, megatron.dsa-needs-core-0.19); core_v0.16.1's DSAttention computes
+    the dense score matrix, so the export refuses it there rather than write a different run."""
+    if out.version != "main":
+        raise InputError("Model.dsa_topk", model.dsa_topk, f"no sparse DSA path for Megatron-LM {out.version}",
+                         "export for --framework-version main, whose DSAttention attends the top-k keys only "
+                         "(audit rule megatron.dsa-needs-core-0.19)")
+    out.add("--experimental-attention-variant", "dsa")
+    out.add("--dsa-indexer-n-heads", model.dsa_indexer_heads)
+    out.add("--dsa-indexer-head-dim", model.dsa_indexer_head_dim)
+    out.add("--dsa-indexer-topk", model.dsa_topk)
+    out.add("--dsa-indexer-loss-coeff", DSA_INDEXER_LOSS_COEFF)
+
+
+def _hybrid_mtp(out: _Args, model: Model) -> None:
+    """A hybrid stack's MTP modules, each an attention and an MoE (or MLP) layer: main converts the
+    legacy pattern flag into its unified pattern (audit rule megatron.hybrid-mtp-needs-main)."""
+    if out.version != "main":
+        raise InputError("Model.mtp_layers", model.mtp_layers, f"0 for a hybrid stack on Megatron-LM {out.version}",
+                         "export for --framework-version main, which takes --mtp-hybrid-override-pattern "
+                         "(audit rule megatron.hybrid-mtp-needs-main)")
+    out.add("--mtp-hybrid-override-pattern", "*E" if model.is_moe else "*-")
 
 
 def _gdn(out: _Args, model: Model) -> None:
@@ -476,7 +537,13 @@ def _positions(out: _Args, layout: Layout, model: Model, b: Batch) -> None:
         out.add("--position-embedding-type", "none")
     else:
         out.add("--max-position-embeddings", max(model.max_position or 0, b.seq))
-        out.add("--position-embedding-type", "rope")
+        yarn = model.rope_scaling == "yarn" and model.mla is None     # the GPT model's YaRN (_gpt_yarn)
+        if yarn and layout.framework == "megatron+deepspeed":
+            raise refused("Model.rope_scaling", "yarn", "'llama3' or 'none' without MLA under Megatron-DeepSpeed",
+                          "megatron.rope-scaling-kind",
+                          "Megatron-DeepSpeed's parser has --use-rotary-position-embeddings and --rotary-percent, "
+                          "no RoPE scaling (tests/data/frameworks/megatron-deepspeed.json)")
+        out.add("--position-embedding-type", "yarn" if yarn and out.version == "main" else "rope")
         _rope(out, model)
 
 
@@ -497,15 +564,29 @@ def _rope(out: _Args, model: Model) -> None:
                           "MLA takes --rope-type rope|yarn; --use-rope-scaling is the GPT model's")
         out.add("--use-rope-scaling")
         out.add("--rope-scaling-factor", model.rope_scaling_factor)
+    elif model.rope_scaling == "yarn" and model.mla is None:
+        _gpt_yarn(out, model)
     elif model.rope_scaling == "yarn":
-        if model.mla is None:
-            raise refused("Model.rope_scaling", "yarn", "'llama3' or 'none' without MLA", "megatron.rope-scaling-kind",
-                          "core_v0.16.1 has YaRN for MLA only (--rope-type); main's --position-embedding-type yarn "
-                          "is not in the release")
         out.add("--rope-type", "yarn")
         out.add("--rotary-scaling-factor", model.rope_scaling_factor)
     elif model.mla is not None:
         out.add("--rope-type", "rope")
+
+
+def _gpt_yarn(out: _Args, model: Model) -> None:
+    """YaRN on a GPT (non-MLA) model: main's --position-embedding-type yarn, whose factor and original
+    context argument_utils.py _apply_yarn_config_from_args copies into the yarn_* fields GPTModel reads
+    (@ d98e8a64); core_v0.16.1 has no such choice (audit rule megatron.yarn-gpt-release says which
+    releases run it). The original context is the model's pretraining length (the HF reader takes
+    rope_scaling.original_max_position_embeddings); beta_fast / beta_slow / mscale stay Megatron's
+    defaults (32, 1, 1), and megatron_notes names what a checkpoint may set otherwise."""
+    if out.version != "main":
+        raise InputError("Model.rope_scaling", "yarn", f"no YaRN on a GPT model for Megatron-LM {out.version}",
+                         "export for --framework-version main, whose --position-embedding-type takes yarn "
+                         "(audit rule megatron.yarn-gpt-release)")
+    out.add("--rotary-scaling-factor", model.rope_scaling_factor)
+    if model.seq_len is not None:
+        out.add("--yarn-original-max-position-embeddings", model.seq_len)
 
 
 def _moe(out: _Args, layout: Layout, model: Model, A: Assumptions) -> None:
@@ -531,6 +612,8 @@ def _moe(out: _Args, layout: Layout, model: Model, A: Assumptions) -> None:
         if model.router_group_topk is not None:
             out.add("--moe-router-group-topk", model.router_group_topk)
     out.add("--moe-ffn-hidden-size", model.moe_ffn_hidden)
+    if model.moe_latent_size is not None:
+        out.add("--moe-latent-size", model.moe_latent_size)
     if model.shared_experts:
         out.add("--moe-shared-expert-intermediate-size", model.shared_experts * model.moe_ffn_hidden)
         if model.shared_expert_gate:

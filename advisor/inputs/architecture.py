@@ -12,6 +12,7 @@ Works on any object with the `advisor.Model` fields (duck-typed, to keep imports
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["HYBRID_KINDS", "ParameterCount", "count_parameters", "gdn_dims", "gdn_shape_ok", "hybrid_counts",
            "mamba_dims", "mamba_shape_ok", "windowed_layers"]
@@ -84,6 +85,9 @@ class ParameterCount:
 
     _experts: int = 1
     mtp_shared: int = 0     # embedding + output head each MTP module re-stores in the checkpoint
+    shared_mlp: int = 0     # one MoE layer's shared experts (in moe_mlp)
+    latent_proj: int = 0    # one MoE layer's LatentMoE down + up projections (in moe_mlp); 0 without them
+    moe_width: int = 0      # width of a token the MoE dispatches: Model.moe_latent_size, else hidden
     # hybrid stacks (Model.hybrid_pattern): one Mamba-2 (or Gated DeltaNet) mixer's parameters and the layer counts by
     # kind; there a "dense layer" is an MLP-only layer ("-") and an "MoE layer" an MoE-only one ("E")
     mamba: int = 0
@@ -103,7 +107,7 @@ def _attention(m) -> int:
             q = h * m.heads * qk
         kv = h * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank \
             + a.kv_lora_rank * m.heads * (a.qk_nope_head_dim + a.v_head_dim)
-        return q + kv + m.heads * a.v_head_dim * h
+        return q + kv + m.heads * a.v_head_dim * h + _dsa_indexer(m)
     q_out, kv_out = m.heads * m.head_dim, m.kv_heads * m.head_dim
     weights = h * q_out + 2 * h * kv_out + q_out * h
     if getattr(m, "attention_output_gate", False):   # Qwen3-Next: q_proj also emits a per-channel gate
@@ -118,11 +122,46 @@ def _attention(m) -> int:
     return weights + biases
 
 
-def _mlp(m, inner: int) -> int:
-    h = m.hidden
+def _dsa_indexer(m) -> int:
+    """DeepSeek Sparse Attention's lightning indexer in one layer (deepseek-ai DeepSeek-V3.2 inference/model.py
+    Indexer: wq_b q_lora_rank -> heads x head_dim, wk hidden -> head_dim, k_norm a LayerNorm of head_dim
+    (weight and bias), weights_proj hidden -> heads; Megatron-Core experimental_attention_variant/dsa.py
+    DSAIndexer linear_wq_b, linear_wk, k_norm, linear_weights_proj, the same tensors); 0 without DSA."""
+    heads = getattr(m, "dsa_indexer_heads", None)
+    if not heads:
+        return 0
+    d = m.dsa_indexer_head_dim
+    return m.mla.q_lora_rank * heads * d + m.hidden * d + 2 * d + m.hidden * heads
+
+
+def _mlp(m, inner: int, width: int | None = None) -> int:
+    """An MLP of `inner` channels on `width`-wide tokens (hidden unless given: LatentMoE's routed experts)."""
+    h = width or m.hidden
     if m.activation == "swiglu":                      # gate, up, down
         return 3 * h * inner + ((2 * inner + h) if m.bias else 0)
     return 2 * h * inner + ((inner + h) if m.bias else 0)   # up, down
+
+
+class _MoeMlp(NamedTuple):
+    expert: int          # one routed expert
+    shared: int          # the shared experts of one layer
+    latent_proj: int     # LatentMoE's down and up projections of one layer
+    width: int           # the width of a dispatched token
+
+
+def _moe_mlp(m) -> _MoeMlp:
+    """The MoE MLP's parts. LatentMoE (Model.moe_latent_size; NVIDIA Nemotron 3 Super): the routed experts
+    are latent -> moe_ffn -> latent, one hidden -> latent and one latent -> hidden projection per layer
+    (with a bias each where the linear layers have one), while the router and the shared experts stay at
+    hidden width (huggingface/transformers@13923c63d59f73faebae79b2ee3fafc7e3a35201 NemotronHConfig
+    moe_latent_size and NemotronHMoE fc1_latent_proj / fc2_latent_proj / shared_experts; Megatron-Core
+    moe_layer.py). Without it the shared experts are `shared_experts` experts' width."""
+    latent = getattr(m, "moe_latent_size", None)
+    if latent is None:
+        expert = _mlp(m, m.moe_ffn_hidden)
+        return _MoeMlp(expert, m.shared_experts * expert, 0, m.hidden)
+    proj = 2 * m.hidden * latent + ((latent + m.hidden) if m.bias else 0)
+    return _MoeMlp(_mlp(m, m.moe_ffn_hidden, latent), m.shared_experts * _mlp(m, m.moe_ffn_hidden), proj, latent)
 
 
 def mamba_dims(m) -> tuple[int, int, int, int]:
@@ -212,9 +251,11 @@ def count_parameters(m) -> ParameterCount:
     norm = h if m.norm == "rmsnorm" else 2 * h
     attention = _attention(m)
     dense_mlp = _mlp(m, m.ffn_hidden)
+    moe = _MoeMlp(0, 0, 0, h)
     if m.experts > 1:
-        expert = _mlp(m, m.moe_ffn_hidden)
-        moe_mlp = h * m.experts + m.experts * expert + m.shared_experts * expert
+        moe = _moe_mlp(m)
+        expert = moe.expert
+        moe_mlp = h * m.experts + m.experts * expert + moe.shared + moe.latent_proj
         if getattr(m, "shared_expert_gate", False) and m.shared_experts:
             moe_mlp += h                              # the shared experts' sigmoid gate, hidden -> 1
         moe_layers = (m.layers - m.dense_layers + m.moe_layer_freq - 1) // m.moe_layer_freq
@@ -231,6 +272,7 @@ def count_parameters(m) -> ParameterCount:
     if getattr(m, "qk_norm", False):                 # Qwen3: q_norm and k_norm over one head each
         layer_norms += 2 * m.head_dim * (1 if m.norm == "rmsnorm" else 2)
     body = dense_layers * (attention + dense_mlp + layer_norms) + moe_layers * (attention + moe_mlp + layer_norms)
+    block_norms = layer_norms                         # an attention + MLP block's (an MTP module's layer)
     pattern = getattr(m, "hybrid_pattern", None)
     mamba = n_mamba = n_attn = 0
     if pattern is not None:
@@ -246,7 +288,8 @@ def count_parameters(m) -> ParameterCount:
     total = embedding + output + body + norm
     inactive = moe_layers * (m.experts - m.experts_per_token) * expert
     # One DeepSeek-V3 MTP module: two norms, a 2h->h projection, one (MoE) layer, a final norm.
-    mtp_layer = (attention + (moe_mlp if moe_layers else dense_mlp) + layer_norms)
+    # (in a hybrid stack the same: an attention layer and an MoE / MLP layer, one pre-norm each)
+    mtp_layer = (attention + (moe_mlp if moe_layers else dense_mlp) + block_norms)
     mtp = m.mtp_layers * (2 * norm + 2 * h * h + mtp_layer + norm)
     # The released checkpoint stores each MTP module's embedding and output head again
     # (DeepSeek-V3 README_WEIGHTS.md: "11.5B unique parameters, excluding the shared 0.9B
@@ -257,5 +300,6 @@ def count_parameters(m) -> ParameterCount:
         expert=expert, moe_mlp=moe_mlp, norms=layer_norms, final_norm=norm,
         dense_layer_count=dense_layers, moe_layer_count=moe_layers, active=total - inactive, mtp=mtp,
         _experts=m.experts, mtp_shared=mtp_shared, mamba=mamba, mamba_layer_count=n_mamba,
-        attention_layer_count=n_attn, hybrid=pattern is not None,
+        attention_layer_count=n_attn, hybrid=pattern is not None, shared_mlp=moe.shared, latent_proj=moe.latent_proj,
+        moe_width=moe.width,
     )

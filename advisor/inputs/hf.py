@@ -13,6 +13,9 @@ the embeddings are tied when the file does not say). Supported `model_type`s:
 | qwen3                    | as llama, head_dim 128 by default, QK-norm                           |
 | qwen3_moe                | as qwen3, plus routed experts (no shared expert)                     |
 | deepseek_v3, deepseek_v2 | as llama, plus MLA attention and DeepSeekMoE (shared experts)        |
+| deepseek_v32             | as deepseek_v3, plus DeepSeek Sparse Attention's indexer (index_*)   |
+| kimi_k2                  | as deepseek_v3 (Kimi-K2's config is DeepseekV3Config's)              |
+| glm4_moe                 | GQA with q/k/v biases, QK-norm, partial RoPE, then DeepSeekMoE       |
 | gpt_neox                 | GeLU, LayerNorm, RoPE, biases, untied                                |
 | bloom                    | GeLU, LayerNorm, ALiBi, biases, tied                                 |
 | gpt2                     | GeLU, LayerNorm, learned positions, biases, tied                     |
@@ -26,11 +29,14 @@ the embeddings are tied when the file does not say). Supported `model_type`s:
 | olmo2                    | as llama, plus QK-norm                                               |
 | falcon                   | GeLU 4h MLP, LayerNorm, RoPE, no biases, tied; MQA or GQA            |
 | llama4(_text)            | MoE interleaved with dense layers, shared expert, chunked attention  |
-| nemotron_h               | hybrid Mamba-2 / attention / relu2-MLP (/ MoE) layers by pattern     |
+| nemotron_h               | hybrid Mamba-2 / attention / relu2-MLP (/ MoE, LatentMoE, MTP)       |
 | qwen3_next               | Gated DeltaNet / gated attention mixers, each then MoE (by pattern)  |
 | falcon_h1                | Mamba-2 and attention in parallel, then a SwiGLU MLP, in every layer |
 
-`gemma3` and `llama4` (multimodal checkpoints) are read from their `text_config`. `nemotron_h`
+`gemma3` and `llama4` (multimodal checkpoints) are read from their `text_config`. Empty or absent
+fields take the config class's defaults, as transformers reads them (Llama 4's `"no_rope_layers": []`
+is the default interleave, an absent attention_chunk_size is 8192), and transformers 5's
+`rope_parameters` stands for `rope_theta` / `rope_scaling`. `nemotron_h`
 is read into `Model.hybrid_pattern` and the `mamba_*` fields, `qwen3_next` into the pattern (its
 48 layers as 96 characters, mixer then MoE) and the `gdn_*` fields, `falcon_h1` into "M*-" per layer
 with `parallel_mixers`. The state-space models `mamba` and `mamba2` are refused with what is not modelled, never
@@ -108,6 +114,14 @@ _FAMILIES: dict[str, _Family] = {
     "qwen3_moe": _Family("swiglu", "rmsnorm", "rope", False, False, False, False, moe="qwen3", qk_norm=True),
     "deepseek_v3": _Family("swiglu", "rmsnorm", "rope", False, False, False, False, moe="deepseek"),
     "deepseek_v2": _Family("swiglu", "rmsnorm", "rope", False, False, False, False, moe="deepseek"),
+    # DeepSeek-V3.2 (deepseek-ai/DeepSeek-V3.2 config.json, architectures DeepseekV32ForCausalLM):
+    # DeepSeek-V3's keys plus DeepSeek Sparse Attention's index_n_heads, index_head_dim, index_topk.
+    "deepseek_v32": _Family("swiglu", "rmsnorm", "rope", False, False, False, False, moe="deepseek"),
+    # Kimi-K2 (moonshotai/Kimi-K2-Instruct config.json: architectures DeepseekV3ForCausalLM, the remote
+    # code's DeepseekV3Config): DeepSeek-V3's architecture and keys (384 experts, 64 heads, one dense layer).
+    "kimi_k2": _Family("swiglu", "rmsnorm", "rope", False, False, False, False, moe="deepseek"),
+    # Glm4MoeConfig (GLM-4.5 / 4.6): Llama-style GQA with q/k/v biases and DeepSeekMoE (_glm4_moe).
+    "glm4_moe": _Family("swiglu", "rmsnorm", "rope", False, False, False, False, moe="glm4_moe"),
     "gpt_neox": _Family("gelu", "layernorm", "rope", True, False, False, False),
     "bloom": _Family("gelu", "layernorm", "alibi", True, False, True, True),
     "gpt2": _Family("gelu", "layernorm", "learned", True, False, True, True),
@@ -319,6 +333,8 @@ def model_fields_from_hf_config(path_or_dict: str | os.PathLike[str] | Mapping[s
         _llama4(r, kwargs, layers)
     elif fam.moe == "deepseek":
         _deepseek(r, kwargs)
+    elif fam.moe == "glm4_moe":
+        _glm4_moe(r, kwargs)
     elif fam.moe == "qwen3":
         _qwen3_moe(r, kwargs, layers)
     elif fam.moe == "nemotron_h":
@@ -333,9 +349,9 @@ def model_fields_from_hf_config(path_or_dict: str | os.PathLike[str] | Mapping[s
 
 # Families whose config classes carry LlamaConfig's attention_bias / mlp_bias flags.
 _ATTENTION_MLP_BIAS = ("llama", "mistral", "mixtral", "smollm3", "nemotron", "gemma", "qwen3", "qwen3_moe",
-                       "qwen3_next")
+                       "qwen3_next", "glm4_moe")
 # ... of which these have attention_bias only (no mlp_bias key).
-_NO_MLP_BIAS = ("gemma", "qwen3", "qwen3_moe", "qwen3_next")
+_NO_MLP_BIAS = ("gemma", "qwen3", "qwen3_moe", "qwen3_next", "glm4_moe")
 
 # advisor.Model field -> the Hugging Face key it came from, for messages.
 _HF_KEY = {"layers": _LAYERS[0], "hidden": _HIDDEN[0], "heads": _HEADS[0], "kv_heads": "num_key_value_heads",
@@ -414,18 +430,41 @@ def _nemotron_h(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
     if r.flag("attention_bias", False) or r.flag("mlp_bias", False):
         raise InputError("hf_config.attention_bias", True, "false, as every Nemotron-H checkpoint",
                          "biased hybrid layers are not counted")
-    if (r.optional(("num_nextn_predict_layers",), allow_zero=True) or 0) > 0:
-        raise InputError("hf_config.num_nextn_predict_layers", r.cfg["num_nextn_predict_layers"], "0",
-                         "MTP modules of hybrid models are not modelled")
+    _nemotron_h_mtp(r, kwargs, pattern)
     if "E" in pattern:
-        if r.cfg.get("moe_latent_size") is not None:
-            raise InputError("hf_config.moe_latent_size", r.cfg["moe_latent_size"], "null",
-                             "latent MoE projections (Nemotron 3 Super) are not modelled")
         _moe_sizes(r, kwargs, r.required(("n_routed_experts",)), "moe_shared_expert_intermediate_size")
         # NemotronH MoE routing: sigmoid scores with a correction bias (Megatron-Bridge
         # NemotronHModelProvider: moe_router_score_function "sigmoid", moe_router_enable_expert_bias)
         kwargs["router_score"] = "sigmoid"
         kwargs["router_expert_bias"] = True
+        scale = r.cfg.get("routed_scaling_factor")
+        if scale is not None and scale != 1:
+            kwargs["router_topk_scale"] = _positive(r, "routed_scaling_factor", scale)
+        # LatentMoE (Nemotron 3 Super): NemotronHConfig.moe_latent_size, None = experts at hidden width
+        kwargs["moe_latent_size"] = r.optional(("moe_latent_size",))
+
+
+# NemotronHConfig.mtp_layers_block_type's default and the one block advisor counts for an MTP module of a
+# hybrid stack: an attention layer then an MoE layer (Nemotron 3 Super's mtp_hybrid_override_pattern "*E").
+_NEMOTRON_H_MTP = "*E"
+
+
+def _nemotron_h_mtp(r: "_Reader", kwargs: dict[str, Any], pattern: str) -> None:
+    """NemotronHConfig num_nextn_predict_layers MTP modules, each of mtp_layers_block_type (legacy:
+    mtp_hybrid_override_pattern; default ['full_attention', 'moe']) blocks; Model.mtp_layers counts them."""
+    n = r.optional(("num_nextn_predict_layers",), allow_zero=True) or 0
+    if not n:
+        return
+    listed = r.cfg.get("mtp_layers_block_type")
+    block = r.cfg.get("mtp_hybrid_override_pattern", _NEMOTRON_H_MTP)
+    if isinstance(listed, list):
+        block = "".join(_NEMOTRON_H_KINDS.get(str(k), "?") for k in listed)
+    want = _NEMOTRON_H_MTP if "E" in pattern else "*-"
+    if block != want:
+        raise InputError("hf_config.mtp_layers_block_type", listed if isinstance(listed, list) else block,
+                         f"an attention then an {'MoE' if 'E' in pattern else 'MLP'} layer ({want!r}), the MTP "
+                         "module advisor counts", "other MTP blocks of hybrid models are not modelled")
+    kwargs["mtp_layers"] = n
 
 
 # --- Qwen3-Next ------------------------------------------------------------------------------------
@@ -531,11 +570,7 @@ def _attention_window(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None
     attention_chunk_size on the RoPE layers, global on every 4th (no_rope_layers / iRoPE)."""
     cfg = r.cfg
     if r.model_type == "llama4_text":
-        chunk = r.optional(("attention_chunk_size",))
-        if chunk:
-            kwargs["attention_chunk"] = chunk
-            kwargs["global_attention_every"] = _every_from_flags(r, cfg.get("no_rope_layers"), layers, "no_rope_layers",
-                                                                 global_value=0, default=4)
+        _llama4_attention(r, kwargs, layers)
         return
     if cfg.get("use_sliding_window") is False:
         return
@@ -587,10 +622,32 @@ def _falcon_kv_heads(r: "_Reader", heads: int) -> int:
     return 1 if r.flag("multi_query", True) else heads
 
 
+# Llama4TextConfig's defaults (huggingface/transformers@008e574391258935f3ecc3035c882e73bbcac419
+# src/transformers/models/llama4/configuration_llama4.py): attention_chunk_size 8192 when the key is
+# absent (an explicit null turns chunking off), no_rope_layer_interval 4.
+_LLAMA4_CHUNK, _LLAMA4_NOPE_EVERY = 8192, 4
+
+
+def _llama4_attention(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
+    """Llama 4's chunked attention on its RoPE layers, global on the NoPE ones (iRoPE), as
+    Llama4TextConfig.__post_init__ reads them: `no_rope_layers` (1: RoPE and chunked, 0: NoPE and
+    global) when the list is non-empty, else every no_rope_layer_interval-th layer is NoPE; an empty
+    list is the default interleave (Llama-4-Scout-17B-16E ships "no_rope_layers": [])."""
+    chunk = r.cfg.get("attention_chunk_size", _LLAMA4_CHUNK)
+    if chunk is None:
+        return
+    kwargs["attention_chunk"] = r.value("attention_chunk_size", chunk)
+    flags = r.cfg.get("no_rope_layers")
+    if not flags:     # None or [] (Python truthiness, as the config class tests it)
+        every = r.optional(("no_rope_layer_interval",)) or _LLAMA4_NOPE_EVERY
+        flags = [int((i + 1) % every != 0) for i in range(layers)]
+    kwargs["global_attention_every"] = _every_from_flags(r, flags, layers, "no_rope_layers", global_value=0)
+
+
 def _llama4(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
     """Llama4TextConfig: experts of intermediate_size with one shared expert of the same size, on the
-    layers interleave_moe_layer_step - 1, 2 * step - 1, ... (modeling_llama4.py `moe_layers`); the
-    other layers' MLP is intermediate_size_mlp wide."""
+    layers `moe_layers` lists, by default interleave_moe_layer_step - 1, 2 * step - 1, ...
+    (configuration_llama4.py __post_init__); the other layers' MLP is intermediate_size_mlp wide."""
     experts = r.required(("num_local_experts",))
     step = r.optional(("interleave_moe_layer_step",)) or 1
     kwargs["experts"] = experts
@@ -598,14 +655,33 @@ def _llama4(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
     kwargs["moe_ffn_hidden"] = r.required(("intermediate_size",))
     kwargs["ffn_hidden"] = r.optional(("intermediate_size_mlp",)) or kwargs["moe_ffn_hidden"]
     kwargs["shared_experts"] = 1
-    kwargs["dense_layers"] = step - 1
-    kwargs["moe_layer_freq"] = step
+    listed = r.cfg.get("moe_layers")
+    moe = list(range(step - 1, layers, step)) if listed is None else listed
+    first, freq = _every_nth(r, "moe_layers", moe, layers)
+    kwargs["dense_layers"] = first
+    kwargs["moe_layer_freq"] = freq
+
+
+def _every_nth(r: "_Reader", key: str, indices: Any, layers: int) -> tuple[int, int]:
+    """(first, n) of a layer list that is `first`, then every n-th layer to the end: the MoE layers
+    advisor.Model describes (dense_layers, moe_layer_freq)."""
+    if not isinstance(indices, list) or not indices or not all(
+            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < layers for i in indices):
+        raise InputError(f"hf_config.{key}", indices, f"a non-empty list of layer indices below {layers} "
+                         f"(model_type '{r.model_type}')", _where(r.where))
+    first = indices[0]
+    freq = indices[1] - first if len(indices) > 1 else layers - first
+    if freq <= 0 or indices != list(range(first, layers, freq)):
+        raise InputError(f"hf_config.{key}", indices, "MoE layers advisor can describe: from the first MoE layer "
+                         f"on, every n-th one (model_type '{r.model_type}')", _where(r.where))
+    return first, freq
 
 
 # --- DeepSeek-V2/V3 ------------------------------------------------------------------------------
 
 def _deepseek(r: "_Reader", kwargs: dict[str, Any]) -> None:
-    """MLA and DeepSeekMoE keys (deepseek-ai/DeepSeek-V3 config.json; DeepseekV3Config)."""
+    """MLA and DeepSeekMoE keys (deepseek-ai/DeepSeek-V3 config.json; DeepseekV3Config), and DeepSeek
+    Sparse Attention's indexer (DeepSeek-V3.2's index_n_heads, index_head_dim, index_topk)."""
     kwargs["mla"] = dict(      # pydantic builds the MLA
         q_lora_rank=r.optional(("q_lora_rank",)),          # null in DeepSeek-V2-Lite: q is not compressed
         kv_lora_rank=r.required(("kv_lora_rank",)),
@@ -613,6 +689,29 @@ def _deepseek(r: "_Reader", kwargs: dict[str, Any]) -> None:
         qk_rope_head_dim=r.required(("qk_rope_head_dim",)),
         v_head_dim=r.required(("v_head_dim",)),
     )
+    if r.model_type == "deepseek_v32":
+        kwargs["dsa_indexer_heads"] = r.required(("index_n_heads",))
+        kwargs["dsa_indexer_head_dim"] = r.required(("index_head_dim",))
+        kwargs["dsa_topk"] = r.required(("index_topk",))
+    _deepseek_moe(r, kwargs)
+
+
+def _glm4_moe(r: "_Reader", kwargs: dict[str, Any]) -> None:
+    """Glm4MoeConfig (zai-org/GLM-4.5, GLM-4.6): GQA attention with a bias on q, k and v only
+    (attention_bias; Glm4MoeAttention's o_proj has none), QK-norm when use_qk_norm, RoPE on
+    partial_rotary_factor of each head, then DeepSeekMoE's keys: n_routed_experts of
+    moe_intermediate_size, n_shared_experts, first_k_dense_replace dense layers, a sigmoid router with
+    an expert-score correction bias (Glm4MoeTopkRouter), routed_scaling_factor, one MTP layer
+    (num_nextn_predict_layers) (huggingface/transformers@c7ec229ad64cdcf0176f669969c66c9a652e7f38
+    src/transformers/models/glm4_moe/configuration_glm4_moe.py: use_qk_norm default False)."""
+    kwargs["qk_norm"] = r.flag("use_qk_norm", False)
+    _deepseek_moe(r, kwargs, router=("sigmoid", True))
+
+
+def _deepseek_moe(r: "_Reader", kwargs: dict[str, Any], router: tuple[str, bool] | None = None) -> None:
+    """DeepSeekMoE's keys (DeepseekV3Config, shared by Glm4MoeConfig and Kimi-K2's config): routed and
+    shared experts, the leading dense layers, MTP modules, the router. `router`: (score function, expert
+    bias) when the family fixes them instead of scoring_func / topk_method (GLM-4.5)."""
     experts = r.optional(("n_routed_experts",))
     if experts is None or experts <= 1:
         return                                               # a dense DeepSeek configuration
@@ -628,12 +727,12 @@ def _deepseek(r: "_Reader", kwargs: dict[str, Any]) -> None:
     kwargs["mtp_layers"] = r.optional(("num_nextn_predict_layers",), allow_zero=True) or 0
     # Router (DeepseekV3Config scoring_func, topk_method, routed_scaling_factor): V3 scores with a
     # sigmoid and balances with a learned expert bias ("noaux_tc"); V2 uses softmax ("greedy").
-    score = r.cfg.get("scoring_func", "softmax")
+    score = r.cfg.get("scoring_func", "softmax") if router is None else router[0]
     if score not in ("softmax", "sigmoid"):
         raise InputError("hf_config.scoring_func", score, f"'softmax' or 'sigmoid' (model_type '{r.model_type}')",
                          _where(r.where))
     kwargs["router_score"] = score
-    kwargs["router_expert_bias"] = r.cfg.get("topk_method") == "noaux_tc"
+    kwargs["router_expert_bias"] = r.cfg.get("topk_method") == "noaux_tc" if router is None else router[1]
     scale = r.cfg.get("routed_scaling_factor")
     if scale is not None and scale != 1:
         kwargs["router_topk_scale"] = _positive(r, "routed_scaling_factor", scale)
@@ -697,17 +796,19 @@ def _rope(r: "_Reader") -> dict[str, Any]:
     """rope_theta, partial_rotary_factor and rope_scaling: the RoPE base, the share of each head it
     rotates (Qwen3-Next 0.25, Phi-4-mini 0.75) and the frequency scaling the launch configs write."""
     out: dict[str, Any] = {}
-    if r.cfg.get("rope_theta") is not None:
-        out["rope_theta"] = _positive(r, "rope_theta", r.cfg["rope_theta"])
-    rotary = r.cfg.get("partial_rotary_factor")
+    params = _rope_parameters(r.cfg)
+    theta = r.cfg.get("rope_theta", params.get("rope_theta"))
+    if theta is not None:
+        out["rope_theta"] = _positive(r, "rope_theta", theta)
+    rotary = r.cfg.get("partial_rotary_factor", params.get("partial_rotary_factor"))
     if rotary is not None:
         if isinstance(rotary, bool) or not isinstance(rotary, (int, float)) or not 0 < rotary <= 1:
             raise InputError("hf_config.partial_rotary_factor", rotary,
                              f"a number in (0, 1] (model_type '{r.model_type}')", _where(r.where))
         if rotary != 1:
             out["rotary_percent"] = float(rotary)
-    scaling = r.cfg.get("rope_scaling")
-    if not isinstance(scaling, Mapping):
+    scaling = _rope_scaling(r.cfg)
+    if scaling is None:
         return out
     kind = scaling.get("rope_type", scaling.get("type"))
     if kind in (None, "default"):
@@ -720,11 +821,32 @@ def _rope(r: "_Reader") -> dict[str, Any]:
     return out
 
 
+def _rope_parameters(cfg: Mapping[str, Any]) -> Mapping[str, Any]:
+    """transformers 5's `rope_parameters` (rope_type, rope_theta, factor, ... in one dict, which configs
+    it saves carry instead of rope_theta / rope_scaling: e.g. Llama4TextConfig.rope_parameters at
+    huggingface/transformers@008e574391258935f3ecc3035c882e73bbcac419), the full-attention layers'
+    entry when it is kept per layer type (Gemma 3), or an empty dict."""
+    params = cfg.get("rope_parameters")
+    if not isinstance(params, Mapping):
+        return {}
+    if "rope_type" not in params and isinstance(params.get("full_attention"), Mapping):
+        return params["full_attention"]
+    return params
+
+
+def _rope_scaling(cfg: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The RoPE scaling dict: `rope_scaling`, else transformers 5's `rope_parameters`; None without one."""
+    scaling = cfg.get("rope_scaling")
+    if isinstance(scaling, Mapping):
+        return scaling
+    return _rope_parameters(cfg) or None
+
+
 def _pretraining_context(cfg: Mapping[str, Any], max_position: int | None, r: "_Reader") -> int | None:
     """The context the model was pretrained at: RoPE scaling's original length when the config
     extends it (Llama 3.1: 8192 of 131072; DeepSeek-V3: 4096 of 163840), else max_position."""
-    scaling = cfg.get("rope_scaling")
-    if isinstance(scaling, Mapping) and scaling.get("original_max_position_embeddings") is not None:
+    scaling = _rope_scaling(cfg)
+    if scaling is not None and scaling.get("original_max_position_embeddings") is not None:
         return r.value("rope_scaling.original_max_position_embeddings",
                        scaling["original_max_position_embeddings"])
     if max_position is not None and max_position > LONGEST_STATED_CONTEXT:

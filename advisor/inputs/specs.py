@@ -279,6 +279,22 @@ class Model(_Frozen):
     rope_scaling_factor: float | None = Field(None, gt=0, le=10_000)
     """rope_scaling.factor (Llama 3.1: 8, DeepSeek-V3: 40); set exactly when rope_scaling is not "none"."""
     mla: MLA | None = None
+    dsa_indexer_heads: int | None = Field(None, ge=1, le=MAX_DIM)
+    """DeepSeek Sparse Attention (DeepSeek-V3.2, arXiv:2512.02556 §2.1): heads of the lightning indexer
+    that scores every earlier token for each query (HF index_n_heads, Megatron --dsa-indexer-n-heads;
+    DeepSeek-V3.2: 64). Set with dsa_indexer_head_dim and dsa_topk, on an MLA model with q_lora_rank;
+    None: dense attention."""
+    dsa_indexer_head_dim: int | None = Field(None, ge=1, le=MAX_DIM)
+    """Channels per indexer head (HF index_head_dim, Megatron --dsa-indexer-head-dim; DeepSeek-V3.2: 128)."""
+    dsa_topk: int | None = Field(None, ge=1, le=1 << 24)
+    """Keys each query attends: the indexer's top-k (HF index_topk, Megatron --dsa-indexer-topk;
+    DeepSeek-V3.2: 2048)."""
+    moe_latent_size: int | None = Field(None, ge=1, le=MAX_DIM)
+    """LatentMoE (Nemotron 3 Super): the routed experts work in a latent space of this width; each MoE
+    layer projects a token down (hidden -> latent) before dispatch and back up after combine, shared by
+    its experts, while the router and the shared experts stay at hidden width (HF moe_latent_size,
+    Megatron --moe-latent-size, megatron/core/transformer/moe/moe_layer.py fc1_latent_proj /
+    fc2_latent_proj). None: experts at hidden width."""
     hybrid_pattern: str | None = None
     """A hybrid stack, one character per layer as Megatron-Core's --hybrid-override-pattern
     (megatron/core/ssm/mamba_hybrid_layer_allocation.py): "M" a Mamba-2 mixer, "G" a Gated DeltaNet
@@ -341,7 +357,8 @@ class Model(_Frozen):
     """Share of each head's channels RoPE rotates (HF partial_rotary_factor; Megatron --rotary-percent):
     Qwen3-Next 0.25. It changes no parameter and no GEMM, so only the exports carry it."""
     mtp_layers: int = Field(0, ge=0, le=16)
-    """Multi-token-prediction modules (DeepSeek-V3: 1); counted in params_with_mtp, not params."""
+    """Multi-token-prediction modules (DeepSeek-V3: 1); counted in params_with_mtp, not params. In a hybrid
+    stack each is an attention layer then an MoE (or MLP) layer (Nemotron 3 Super: "*E")."""
     seq_len: int | None = Field(None, ge=1, le=1 << 24)
     """Context length the model was (pre)trained at; the default Training.seq_len."""
     max_position: int | None = Field(None, ge=1, le=1 << 24)
@@ -393,6 +410,10 @@ class Model(_Frozen):
                              "0 unless sliding_window or attention_chunk is set", "it says which layers are not local")
         if self.moe_ffn_hidden is None and self.experts > 1:
             object.__setattr__(self, "moe_ffn_hidden", self.ffn_hidden)
+        if self.moe_latent_size is not None and self.experts == 1:
+            raise InputError("Model.moe_latent_size", self.moe_latent_size, "None for a dense model",
+                             "the latent projections wrap the routed experts of MoE layers")
+        self._check_dsa()
         self._check_hybrid()
         counted = count_parameters(self).total
         if counted > MAX_PARAMS:
@@ -438,10 +459,12 @@ class Model(_Frozen):
         if self.experts > 1 and (self.dense_layers or self.moe_layer_freq != 1):
             raise InputError("Model.dense_layers", self.dense_layers, "0 (and moe_layer_freq 1) with hybrid_pattern",
                              "the pattern says which layers are MoE")
-        if self.mla is not None or self.mtp_layers:
-            raise InputError("Model.mla" if self.mla is not None else "Model.mtp_layers",
-                             "set" if self.mla is not None else self.mtp_layers, "unset with hybrid_pattern",
-                             "MLA and MTP modules in a hybrid stack are not modelled")
+        if self.mla is not None:
+            raise InputError("Model.mla", "set", "unset with hybrid_pattern", "MLA in a hybrid stack is not modelled")
+        if self.mtp_layers and "*" not in p:
+            raise InputError("Model.mtp_layers", self.mtp_layers, "0 for a hybrid stack without attention layers",
+                             "a hybrid MTP module is an attention layer then the stack's MLP or MoE layer (Nemotron 3 "
+                             "Super: HF mtp_layers_block_type ['attention', 'moe'])")
         if self.sliding_window is not None or self.attention_chunk is not None:
             raise InputError("Model.sliding_window", self.sliding_window or self.attention_chunk,
                              "None with hybrid_pattern", "windowed attention in a hybrid stack is not modelled")
@@ -453,6 +476,18 @@ class Model(_Frozen):
                 raise InputError("Model.mamba_groups", self.mamba_groups, f"a divisor of mamba_heads ({self.mamba_heads})",
                                  f"mamba_heads({self.mamba_heads}) % mamba_groups({self.mamba_groups}) = "
                                  f"{self.mamba_heads % self.mamba_groups}")
+
+    def _check_dsa(self) -> None:
+        dsa = (self.dsa_indexer_heads, self.dsa_indexer_head_dim, self.dsa_topk)
+        if all(v is None for v in dsa):
+            return
+        for name, v in zip(("dsa_indexer_heads", "dsa_indexer_head_dim", "dsa_topk"), dsa):
+            if v is None:
+                raise InputError(f"Model.{name}", None, "a size when any DeepSeek Sparse Attention field is set",
+                                 "dsa_indexer_heads, dsa_indexer_head_dim and dsa_topk describe the indexer together")
+        if self.mla is None or not self.mla.q_lora_rank:
+            raise InputError("Model.dsa_indexer_heads", self.dsa_indexer_heads, "None unless mla has a q_lora_rank",
+                             "the indexer's queries are projected from MLA's compressed query (DeepSeek-V3.2 Indexer.wq_b)")
 
     def _check_gdn(self, p: str) -> None:
         if "G" not in p:
@@ -480,8 +515,9 @@ class Model(_Frozen):
     @classmethod
     def from_hf_config(cls, path_or_dict, *, name: str | None = None) -> "Model":
         """A Model from a Hugging Face config.json (path, folder or dict): Llama, Mistral, Mixtral,
-        Qwen2, Qwen3 (dense and MoE), DeepSeek-V2/V3, GPT-NeoX, BLOOM, GPT-2, Gemma, SmolLM3,
-        StarCoder2, Nemotron, Nemotron-H, Qwen3-Next, Falcon-H1 (advisor.hf.SUPPORTED_MODEL_TYPES). A missing key raises InputError
+        Qwen2, Qwen3 (dense and MoE), DeepSeek-V2/V3/V3.2, Kimi-K2, GLM-4.5, GPT-NeoX, BLOOM, GPT-2, Gemma,
+        SmolLM3, StarCoder2, Nemotron, Nemotron-H (Nemotron 3), Qwen3-Next, Falcon-H1, gpt-oss, Llama 4
+        (advisor.hf.SUPPORTED_MODEL_TYPES). A missing key raises InputError
         naming it."""
         read = model_fields_from_hf_config(path_or_dict, name=name)
         try:

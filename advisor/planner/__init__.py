@@ -18,7 +18,7 @@ from ..rulebook.actions import Decisions
 from ..costmodel import Assumptions
 from ..inputs.specs import Cluster, Model, Training
 from .candidates import PlanResult
-from .families import family_framework, family_refused, other_family, widen_to_megatron
+from .families import family_framework, family_refused, narrow_framework, other_family, widen_to_megatron
 from .events import PlanEvent
 from .messages import need_and_capacity, needs, offload_basis
 from .search import Search
@@ -63,6 +63,14 @@ def plan(cluster: Cluster, model: Model, training: Training, decisions: Decision
     if widened:
         chosen, closest = widen_to_megatron(cluster, model, training, policy, result, closest, check_fn, keep_ranking,
                                             assumptions)
+    if chosen is None and result.blocked_by is not None:
+        # one framework's audit rule refused every fitting layout: another framework, if none is stated
+        searched = "model-parallel" if widened or strategy != "zero-dp" else "zero-dp"
+        narrowed = narrow_framework(cluster, model, training, policy, searched, result, check_fn, keep_ranking,
+                                    assumptions)
+        if narrowed.chosen is not None:
+            chosen, closest = narrowed.chosen, narrowed.closest
+            widened = widened or narrowed.family != searched     # the other family is the one found
     if chosen is None:
         if result.blocked_by:
             pass                             # the search said which rule refused the layouts that fit

@@ -5,6 +5,8 @@ a Policy of its own (space.Policy) and says so in the trace; the rules' Decision
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from ..inputs.specs import Cluster, Model, Training
 from ..rulebook.actions import Decisions
 from .candidates import Alternative, Closest, PlanResult
@@ -90,12 +92,7 @@ def other_family(cluster: Cluster, model: Model, training: Training, policy: Pol
     if refused:
         result.events.append(PlanEvent("note", refused, family, rule_id=refusing_rule(decisions, framework)))
         return
-    if family == "model-parallel":
-        # TP before PP, the model-parallel family's preference, unless the MoE one or sharded DP first applies
-        other = (megatron_policy(policy) if framework.startswith("megatron") else policy)._replace(
-            tie_order=policy.tie_order if policy.tie_order in ("ep_over_tp", "dp_before_tp") else "tp_before_pp")
-    else:
-        other = policy._replace(zero_stages=bounded((1, 2, 3), decisions))
+    other = family_policy(family, framework, policy)
     side = PlanResult(None, None, framework)
     search = Search(cluster, model, training, other, family, framework, side, check_fn, allow_offload=False,
                     keep_ranking=keep_ranking, max_alternatives=0, assumptions=assumptions)
@@ -133,6 +130,57 @@ def other_family(cluster: Cluster, model: Model, training: Training, policy: Pol
         result.alternatives.append(Alternative(cand.layout, est, (
             f"best {cand.kind} layout, family {family} ({framework}): est. step {est.step_time:.2f} s "
             f"({est.step_time / ours - 1:+.0%})"), family, cand.kind))
+
+
+def family_policy(family: str, framework: str, policy: Policy) -> Policy:
+    """The policy a family is searched with when the rules chose the other one: model-parallel prefers TP
+    before PP (unless the MoE preference or sharded DP first applies) with Megatron's own defaults on a
+    Megatron framework; zero-dp tries every ZeRO stage the rules' bound leaves."""
+    if family == "model-parallel":
+        return (megatron_policy(policy) if framework.startswith("megatron") else policy)._replace(
+            tie_order=policy.tie_order if policy.tie_order in ("ep_over_tp", "dp_before_tp") else "tp_before_pp")
+    return policy._replace(zero_stages=bounded((1, 2, 3), policy.decisions))
+
+
+class Narrowed(NamedTuple):
+    """What narrow_framework found: Search.run's (choice, closest) and the family it searched (None: none)."""
+    chosen: tuple | None
+    closest: Closest | None
+    family: str | None
+
+
+def narrow_framework(cluster: Cluster, model: Model, training: Training, policy: Policy, strategy: str,
+                     result: PlanResult, check_fn, keep_ranking: bool, assumptions=None) -> Narrowed:
+    """Layouts fit, but the audit refused every one on the framework the rules chose (result.blocked_by),
+    and no stated training stack fixed the framework (no allow_frameworks): one framework's limit narrows
+    the framework, it does not empty the search (issue 29). The family is searched again on each other
+    framework that runs it (FAMILY_FRAMEWORKS, FAMILY_FALLBACKS), then the other family likewise, every
+    layout screened by the same audit; the trace names the rule and the framework set aside. A stated
+    stack keeps its infeasible answer: its own limit is the user's fact."""
+    if result.blocked_by is None or policy.decisions.frameworks is not None:
+        return Narrowed(None, None, None)
+    rule_id, refused = result.blocked_by[0], result.framework
+    first = "zero-dp" if strategy == "zero-dp" else "model-parallel"
+    for family in (first, "model-parallel" if first == "zero-dp" else "zero-dp"):
+        for framework in dict.fromkeys((FAMILY_FRAMEWORKS[family], *FAMILY_FALLBACKS[family])):
+            if framework == refused:
+                continue
+            side = PlanResult(None, None, framework)
+            searched = policy if family == first else family_policy(family, framework, policy)
+            found, closest = Search(cluster, model, training, searched, family, framework, side, check_fn,
+                                    allow_offload=False, keep_ranking=keep_ranking, assumptions=assumptions).run()
+            result.examined += side.examined
+            if found is None:
+                continue
+            result.events.append(PlanEvent("note", (
+                f"every fitting {FRAMEWORK_NAMES[refused]} layout is refused by rule {rule_id}, a limit of "
+                f"{FRAMEWORK_NAMES[refused]}, and training.framework is not stated: the framework narrows to "
+                f"{FRAMEWORK_NAMES[framework]} (family {family})"), family, rule_id=rule_id))
+            result.events += side.events
+            result.framework, result.blocked_by = framework, None
+            result.alternatives, result.ranking = side.alternatives, merge_rankings(result.ranking, side.ranking)
+            return Narrowed(found, closest, family)
+    return Narrowed(None, None, None)
 
 
 def move_to(cluster: Cluster, model: Model, training: Training, policy: Policy, family: str, framework: str,
