@@ -92,6 +92,10 @@ def grouped_passes(c: Ctx, per_expert: float, experts: float, linears: tuple, su
     """Passes of grouped expert GEMMs: `experts` local experts of `per_expert` tokens each, timed by
     the profile's grouped-GEMM curve (16-bit). Another format keeps the grouped share of its own peak,
     scaled by how that format's dense GEMMs compare with 16-bit ones at the same shape."""
+    key = ("grouped_passes", per_expert, experts, linears, sustained)   # as gemm_passes
+    hit = c.memo.get(key)
+    if hit is not None:
+        return hit[1]
     prof = c.prof
     grouped = prof.grouped_gemm.__pydantic_private__["_table"]
     peak16, table16 = prof.gemm_table("bf16")
@@ -108,7 +112,7 @@ def grouped_passes(c: Ctx, per_expert: float, experts: float, linears: tuple, su
             if fmt != "bf16":
                 eff *= table.at(f, width) / table16.at(f * peak16 / peak, width)
             times[p] += work / min(eff, 1.0)
-    return Passes(times[0], times[1], times[2], flops)
+    return remember(c, None, key, Passes(times[0], times[1], times[2], flops))
 
 
 def _fmt(c: Ctx) -> str:

@@ -228,10 +228,7 @@ class Profile(_Frozen):
         """Share of the 16-bit peak, forward + backward, of one fused causal attention call;
         head dims between the measured ones interpolate in log2, outside them take the nearest."""
         by_d = self.attention.get(backend) or next(iter(self.attention.values()))
-        dims = sorted(by_d, key=float)
-        ld = math.log2(head_dim)
-        lo = max((d for d in dims if math.log2(float(d)) <= ld), key=float, default=dims[0])
-        hi = min((d for d in dims if math.log2(float(d)) >= ld), key=float, default=dims[-1])
+        lo, hi = _nearest_dims(tuple(by_d), head_dim)
         e_lo = by_d[lo].at(fwd_flops, seq)
         if lo == hi:
             return e_lo
@@ -242,6 +239,16 @@ class Profile(_Frozen):
     def gemm_table(self, fmt: str) -> tuple:
         """(peak FLOP/s, lookup) of format fmt's GEMM curve, for callers that time many GEMMs."""
         return self.peak_flops[fmt], self.gemm[fmt].__pydantic_private__["_table"]
+
+
+@lru_cache(maxsize=256)
+def _nearest_dims(dims: tuple, head_dim: float) -> tuple[str, str]:
+    """The measured head dims (as the profile's keys) just below and above head_dim, or the nearest
+    one twice when it lies outside them."""
+    ordered = sorted(dims, key=float)
+    lo = max((d for d in ordered if float(d) <= head_dim), key=float, default=ordered[0])
+    hi = min((d for d in ordered if float(d) >= head_dim), key=float, default=ordered[-1])
+    return lo, hi
 
 
 def _slug(name: str) -> str:
