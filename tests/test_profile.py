@@ -184,3 +184,12 @@ def test_measured_collectives_replace_the_assumed_nvlink_share():
     a = advisor.estimate(Cluster(gpu="H100", gpus=8), "mixtral-8x7b", moe, tr)
     b = advisor.estimate(Cluster(gpu="H100", gpus=8, profile=slow), "mixtral-8x7b", moe, tr)
     assert b.comm.ep.seconds > a.comm.ep.seconds       # 90 GB/s measured < 0.55 x 450 GB/s assumed
+
+
+def test_a_head_dim_between_the_measured_ones_interpolates():
+    p = shipped_profile()
+    lo = p.attention_efficiency("cudnn", 64, 1e11, 4096)
+    hi = p.attention_efficiency("cudnn", 128, 1e11, 4096)
+    mid = p.attention_efficiency("cudnn", 96, 1e11, 4096)
+    assert min(lo, hi) < mid < max(lo, hi)
+    assert p.attention_efficiency("cudnn", 256, 1e11, 4096) == hi      # beyond the table: the nearest

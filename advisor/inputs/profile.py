@@ -233,7 +233,7 @@ class Profile(_Frozen):
         if lo == hi:
             return e_lo
         e_hi = by_d[hi].at(fwd_flops, seq)
-        a = (ld - math.log2(float(lo))) / (math.log2(float(hi)) - math.log2(float(lo)))
+        a = (math.log2(head_dim) - math.log2(float(lo))) / (math.log2(float(hi)) - math.log2(float(lo)))
         return math.exp(math.log(e_lo) + a * (math.log(e_hi) - math.log(e_lo)))
 
     def bus_bandwidth(self, ops: tuple[str, ...]) -> float | None:
