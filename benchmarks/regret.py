@@ -37,7 +37,7 @@ from advisor.rulebook.session import rulebook_for
 from advisor.costmodel import Assumptions
 from advisor.inputs.precision import recipe
 from advisor.planner.candidates import Candidate
-from advisor.planner.ranking import MAX_MEMORY_UTILIZATION, Ties, ordered
+from advisor.planner.ranking import Ties, ordered
 from advisor.planner.space import Policy
 from benchmarks.calibrate_2025 import PERF_2025, rows_2025, rows_layouts, unique
 from benchmarks.published import default_path, layout_label
@@ -70,13 +70,13 @@ def advisors_pick(g: list[dict]) -> int:
     rec = g[0]["rec"]
     training, _ = resolve_training(rec.model, rec.training)
     decisions, *_ = situation_decisions(rulebook_for(()), build_facts(rec.cluster, rec.model, training), None)
-    ties = Ties.for_job(Policy.of(decisions).tie_order, rec.model, rec.cluster)
+    ties = Ties.for_job(Policy.of(decisions).tie_order, rec.model, rec.cluster, training)
     cands = []
     for r in g:
         mem = r["est"].memory
         sized = SimpleNamespace(total=mem.total, capacity=mem.capacity)
         cands.append(Candidate(r["rec"].layout, sized, _per_token(r)[0], None,
-                               mem.total / mem.capacity > MAX_MEMORY_UTILIZATION))
+                               ties.is_tight(mem.total / mem.capacity)))
     first = ordered(cands, ties)[0]
     return cands.index(first)
 
