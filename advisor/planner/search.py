@@ -87,7 +87,7 @@ def pick(ordered: list[Candidate], check_fn, checked: dict, max_alternatives: in
     each refused one]). The choice is the first legal layout, unless its own audit advises against it
     (an "advice"-tier warning) and a legal near-tie (within `band` of the fastest of its group) draws
     only part of that advice: then the first such layout in the tie order, and so on from it, so that
-    the pick never carries advice that a near-tie avoids."""
+    the pick never carries advice that a near-tie avoids (band 0: the first legal layout)."""
     rejected: dict[int, tuple[str, str, str]] = {}       # id(candidate) -> its refusal, in the order met
 
     def legal(cand: Candidate) -> bool:
@@ -104,7 +104,7 @@ def pick(ordered: list[Candidate], check_fn, checked: dict, max_alternatives: in
     chosen = next((c for c in ordered if legal(c)), None)
     if chosen is None:
         return None, [], list(rejected.values())
-    if chosen.advice:
+    if chosen.advice and band > 0:
         limit = min(c.step_time for c in ordered if c.tight is chosen.tight) * (1 + band)
         for cand in ordered[ordered.index(chosen) + 1:]:
             if cand.tight is not chosen.tight or cand.step_time > limit:
@@ -474,9 +474,11 @@ class Search:
                        key=itemgetter(0))
         band_sized = False
         while True:
+            # (a comparison-only search, with no alternatives (families.other_family), gives its family's
+            # best by the tie-break alone; a move to that family searches it again, advice included)
             chosen, alternatives, rejected = pick(ordered(self.found, self.ties), self.check_fn, self.checked,
-                                                  self.max_alternatives, self.ties.band)
-            if chosen is not None and chosen.advice and not band_sized:
+                                                  self.max_alternatives, self.ties.band if self.max_alternatives else 0.0)
+            if chosen is not None and chosen.advice and self.max_alternatives and not band_sized:
                 band_sized = True
                 before = len(self.found)
                 for b in self.floors:
