@@ -177,6 +177,8 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("check.microbatches", int, "global_batch_size // (micro_batch_size * dp), or the given count"),
     ("check.microbatches_mod_pp", int, "microbatches % pp"),
     ("check.microbatches_below_pp", bool, "microbatches < pp: stages idle for part of every step"),
+    ("check.batch_for_pp_microbatches", int, "the smallest global batch that gives every pipeline at least pp "
+     "micro-batches at this micro-batch size and dp: pp * micro_batch_size * dp sequences"),
     ("check.seq_mod_2cp", int, "seq_len % (2 * cp)"),
     ("check.seq_mod_tp_2cp", int, "seq_len % (tp * 2 * cp) (torchtitan)"),
     ("check.experts_mod_ep", int, "experts % ep"),
@@ -391,6 +393,7 @@ def build_layout_facts(cluster: Cluster, model: Model, training: Training, layou
         "microbatches": m,
         "microbatches_mod_pp": m % pp,
         "microbatches_below_pp": m < pp,
+        "batch_for_pp_microbatches": pp * mbs * dp,
         "seq_mod_2cp": seq % (2 * cp),
         "seq_mod_tp_2cp": seq % (tp * 2 * cp),
         "experts_mod_ep": model.experts % ep,
