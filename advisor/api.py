@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ._version import __version__
-from .auditor import call_options, changed_for_trace, check_finite, layout_errors, layout_findings
+from .auditor import call_options, changed_for_trace, check_finite, layout_findings, layout_screening
 from .costmodel.assumptions import as_assumptions
 from .facts import build_facts, zero_only_fits
 from .inputs.coerce import as_cluster, as_model, as_training
@@ -107,14 +107,18 @@ def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path,
     decisions, fired_trace, fired, engine_name = situation_decisions(book, facts, engine, len(events) + 1)
     events += fired_trace
 
-    def legality_errors(layout, est):
+    zero_fits: dict[int, bool] = {}      # facts.zero_only_fits depends on the layout's micro-batch only
+
+    def screening(layout, est):
         # Candidate screening runs the same compiled audit rules on the pure-Python evaluator: the
         # differential test keeps it identical to durable_rules, and it is ~20x cheaper per call. The
         # chosen layout's audit below runs on the configured engine.
-        return layout_errors(book, cluster, model, training, layout, est.memory, facts, assumptions)
+        mbs = layout.micro_batch_size if layout.tp * layout.pp > 1 else 0
+        if mbs not in zero_fits:
+            zero_fits[mbs] = mbs > 0 and zero_only_fits(cluster, model, layout, training, assumptions)
+        return layout_screening(book, cluster, model, training, layout, est.memory, facts, assumptions, zero_fits[mbs])
 
-    result = plan(cluster, model, training, decisions, legality_errors, keep_ranking=keep_ranking,
-                  assumptions=assumptions)
+    result = plan(cluster, model, training, decisions, screening, keep_ranking=keep_ranking, assumptions=assumptions)
     findings = []
     if result.layout is not None:
         check_finite(result.estimate, result.layout.id)     # never recommend an infinite step time

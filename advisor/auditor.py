@@ -22,14 +22,15 @@ from .inputs.coerce import (ENGINE_WANT, as_cluster, as_engine_name, as_layout, 
                             resolve_layout)
 from .inputs.layout import Layout
 from .inputs.specs import Cluster, Model, Training, resolve_training
-from .results.audit import SEVERITY_ORDER, Audit, Finding
+from .results.audit import SEVERITY_ORDER, Audit, Finding, Screening
 from .results.trace import Trace, TraceEvent, fired_events, input_summary
 from .rulebook.actions import Decisions, ReportFinding
 from .rulebook.load import RuleBook, render_message
 from .rulebook.engines import select_engine
 from .rulebook.session import evaluate_rules, rulebook_for
 
-__all__ = ["audit", "layout_errors", "layout_findings", "call_options", "check_finite", "changed_for_trace"]
+__all__ = ["audit", "layout_errors", "layout_screening", "layout_findings", "call_options", "check_finite",
+           "changed_for_trace"]
 
 
 def changed_for_trace(assumptions) -> dict:
@@ -134,13 +135,26 @@ def layout_findings(book: RuleBook, cluster: Cluster, model: Model, training: Tr
 
 def layout_errors(book: RuleBook, cluster: Cluster, model: Model, training: Training, layout: Layout, memory,
                   situation: dict | None = None, assumptions=None) -> list[tuple[str, str]]:
-    """(rule id, message) of layout_findings' errors, on the pure-Python evaluator, in the same order:
-    the planner's screening of candidates, which needs no Finding (nor warnings). `situation`: the
-    situation facts (build_facts), built once per recommendation."""
-    facts = build_layout_facts(cluster, model, training, layout, memory, situation=situation, assumptions=assumptions)
+    """(rule id, message) of layout_findings' errors, on the pure-Python evaluator, in the same order."""
+    return list(layout_screening(book, cluster, model, training, layout, memory, situation, assumptions).errors)
+
+
+def layout_screening(book: RuleBook, cluster: Cluster, model: Model, training: Training, layout: Layout, memory,
+                     situation: dict | None = None, assumptions=None, zero_only_fits: bool = False) -> Screening:
+    """The planner's screening of one candidate, on the pure-Python evaluator: (rule id, message) of
+    layout_findings' errors and of its "advice"-tier warnings, each in firing order; no Finding is built.
+    `situation`: the situation facts (build_facts), built once per recommendation; `zero_only_fits`: the
+    fact check.zero_only_fits (facts.zero_only_fits), which the caller sizes."""
+    facts = build_layout_facts(cluster, model, training, layout, memory, zero_only_fits, situation=situation,
+                               assumptions=assumptions)
     fired, _ = evaluate_rules(book, facts, "python", scope="layout", trusted=True)
-    return [(rule_id, render_message(rule.spec.message, facts))
-            for rule_id, rule, action in _finding_actions(book, fired) if action.severity == "error"]
+    errors, advice = [], []
+    for rule_id, rule, action in _finding_actions(book, fired):
+        if action.severity == "error":
+            errors.append((rule_id, render_message(rule.spec.message, facts)))
+        elif action.severity == "warning" and rule.spec.tier == "advice":
+            advice.append((rule_id, render_message(rule.spec.message, facts)))
+    return Screening(tuple(errors), tuple(advice))
 
 
 def audit(cluster: Any, model: Any, layout: Any, training: Any = None, *,

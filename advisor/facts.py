@@ -25,6 +25,7 @@ from .inputs.layout import Layout
 from .inputs.pipeline import megatron_split, virtual_stage_layers
 from .inputs.precision import megatron_adam_dtypes, recipe
 from .inputs.specs import Cluster, Model, Training
+from .inputs.uncertainty import memory_headroom
 
 __all__ = ["FactSpec", "CATALOGUE", "LAYOUT_GROUPS", "build_facts", "build_layout_facts", "zero_only_fits",
            "state_bytes_per_param", "torchtitan_layers_per_stage", "ZERO_ONLY_MAX_GPUS", "UNSTATED"]
@@ -176,6 +177,8 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("check.microbatches", int, "global_batch_size // (micro_batch_size * dp), or the given count"),
     ("check.microbatches_mod_pp", int, "microbatches % pp"),
     ("check.microbatches_below_pp", bool, "microbatches < pp: stages idle for part of every step"),
+    ("check.batch_for_pp_microbatches", int, "the smallest global batch that gives every pipeline at least pp "
+     "micro-batches at this micro-batch size and dp: pp * micro_batch_size * dp sequences"),
     ("check.seq_mod_2cp", int, "seq_len % (2 * cp)"),
     ("check.seq_mod_tp_2cp", int, "seq_len % (tp * 2 * cp) (torchtitan)"),
     ("check.experts_mod_ep", int, "experts % ep"),
@@ -206,6 +209,9 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("check.memory_gib", float, "estimated per-GPU memory on the most-loaded rank, GiB"),
     ("check.capacity_gib", float, "GPU memory, GiB"),
     ("check.memory_percent", float, "estimated per-GPU memory as a percentage of the GPU's"),
+    ("check.memory_headroom_percent", float, "share of GPU memory a layout must leave free by the estimate, percent "
+     "(training.memory_headroom; default: the memory estimate's measured error, inputs.uncertainty)"),
+    ("check.memory_tight", bool, "the layout fits, but leaves less than check.memory_headroom_percent of the GPU free"),
     ("check.host_fits", bool, "offloaded states fit in host memory (and NVMe, when its capacity is given)"),
     ("check.zero_only_fits", bool, "a ZeRO-2/3 data-parallel layout without TP/PP/CP fits (no offload)"),
     ("check.megatron_adam_expressible", bool, "Megatron-Core's Adam can hold assume.megatron_optimizer_bytes "
@@ -363,6 +369,7 @@ def build_layout_facts(cluster: Cluster, model: Model, training: Training, layou
         "offload": L.offload, "offload_device": L.offload_device,
     }
     per_stage = model.layers // pp
+    headroom = memory_headroom(training)
     dp_shard = dp if L.zero_stage >= 1 else 1      # advisor.export.torchtitan: ZeRO 1-3 run as FSDP
     pad = 128 * tp
     facts["check"] = {
@@ -386,6 +393,7 @@ def build_layout_facts(cluster: Cluster, model: Model, training: Training, layou
         "microbatches": m,
         "microbatches_mod_pp": m % pp,
         "microbatches_below_pp": m < pp,
+        "batch_for_pp_microbatches": pp * mbs * dp,
         "seq_mod_2cp": seq % (2 * cp),
         "seq_mod_tp_2cp": seq % (tp * 2 * cp),
         "experts_mod_ep": model.experts % ep,
@@ -412,6 +420,8 @@ def build_layout_facts(cluster: Cluster, model: Model, training: Training, layou
         "memory_gib": _round(memory.total / GIB) if memory is not None else 0.0,
         "capacity_gib": _round(cluster.gpu.memory / GIB),
         "memory_percent": _round(100 * memory.total / cluster.gpu.memory) if memory is not None else 0.0,
+        "memory_headroom_percent": _round(100 * headroom),
+        "memory_tight": memory is not None and bool(memory.fits) and memory.total > (1 - headroom) * memory.capacity,
         "host_fits": bool(memory.host_fits) if memory is not None else True,
         "zero_only_fits": zero_only_fits,
     }

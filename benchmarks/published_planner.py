@@ -17,6 +17,9 @@ record's training.framework names a stack; rules/stated-framework.toml turns it 
 and that plus benchmarks/era/'s site rule for the Megatron-LM papers whose framework string states no
 release (see NO_DISTRIBUTED_OPTIMIZER).
 Targets (issue 5): TP >= 70%, (TP, PP) >= 55%, published shape in the top 5 for >= 85% of records.
+Also counted (issues 17, 32): recommendations whose own audit calls an error; those whose own audit
+gives advice (an "advice"-tier warning) with no trace note saying why the choice still won; published
+layouts the estimate judges to fit.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import advisor  # noqa: E402
 from advisor.api import recommend_with_ranking  # noqa: E402
+from advisor.rulebook.session import rulebook_for  # noqa: E402
 from advisor.costmodel import Assumptions
 from benchmarks.published import _framework_kind, load_records  # noqa: E402
 
@@ -84,10 +88,16 @@ def evaluate(rec, mode: str) -> dict:
     except advisor.AdvisorError as exc:
         rel, fits = None, f"not estimable: {exc}".splitlines()[0]
     got = _shape(result.layout) if result.layout else None
-    # issue 17: no recommendation that its own audit calls an error
+    # issue 17: no recommendation that its own audit calls an error; issue 32: none whose own audit gives
+    # advice (an "advice"-tier warning) without a trace note saying why the choice still won
     audit_errors = sum(f.severity == "error" for f in result.findings)
+    notes = [e.message for e in result.trace.events if e.op == "note"]
+    book = rulebook_for(rules)
+    unexplained = [f.rule_id for f in result.findings if f.severity == "warning"
+                   and book.rules[f.rule_id].spec.tier == "advice"
+                   and not any(m.startswith(f"the audit's advice {f.rule_id} stands") for m in notes)]
     return dict(id=rec.id, source=_source(rec.id), pub=pub, got=got, rank=rank, rel=rel, fits=fits, n=len(shapes),
-                stack=training.framework, era=bool(rules), audit_errors=audit_errors)
+                stack=training.framework, era=bool(rules), audit_errors=audit_errors, unexplained=unexplained)
 
 
 def summary(rows: list[dict], title: str) -> None:
@@ -105,6 +115,10 @@ def summary(rows: list[dict], title: str) -> None:
     none = sum(r["got"] is None for r in rows)
     flagged = sum(r["audit_errors"] > 0 for r in rows)
     print(f"no recommendation: {none}; recommendations with an audit error: {flagged}   target 0")
+    unexplained = sum(bool(r["unexplained"]) for r in rows)
+    print(f"recommendations whose own audit gives advice the trace does not answer: {unexplained}   target 0")
+    fits = sum(r["fits"] is True for r in rows)
+    print(f"published layouts judged to fit: {fits}/{n}   target all")
     if rels:
         print(f"published/recommended est. step time: median {statistics.median(rels):.2f}, "
               f"min {min(rels):.2f}, max {max(rels):.2f}")

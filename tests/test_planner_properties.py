@@ -40,16 +40,17 @@ def test_pp_only_when_more_tp_inside_the_node_would_not_do_as_well(s):
     """TP grows to the node before PP grows: a recommended pp > 1 never leaves a fitting pp = 1 layout
     with more TP (inside the NVLink domain) that the cost model rates about as fast."""
     from advisor.api import recommend_with_ranking
-    from advisor.planner.ranking import NEAR_TIE
+    from advisor.planner.ranking import NEAR_TIE, Ties
     cluster, model, training = s
     rec, ranking = recommend_with_ranking(cluster, model, training)
     lay = rec.layout
     if lay is None or lay.pp == 1 or rec.framework == "deepspeed":
         return
-    best = min(est.step_time for cand, est in ranking if est.memory.total <= 0.95 * est.memory.capacity)
+    ties = Ties.for_job("tp_before_pp", model, cluster, training)
+    best = min(est.step_time for cand, est in ranking if not ties.is_tight(est.memory.total / est.memory.capacity))
     for cand, est in ranking:
         if cand.pp == 1 and cand.tp > lay.tp and cand.framework == rec.framework and cand.cp == lay.cp:
-            headroom = est.memory.total <= 0.95 * est.memory.capacity
+            headroom = not ties.is_tight(est.memory.total / est.memory.capacity)
             assert not (headroom and est.step_time <= best * (1 + NEAR_TIE)), (lay.id, cand.id)
 
 

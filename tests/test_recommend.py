@@ -399,8 +399,8 @@ def test_a_near_tied_alternative_names_the_preference_that_decided_it():
     llama = advisor.recommend(Cluster(gpu="H100-SXM-80GB", gpus=64), "llama-3-70b",
                               Training(seq_len=8192, global_batch_size=512))
     reasons = {a.layout.id: a.reason for a in llama.alternatives}
-    assert "prefers the choice for less CP (cp 2 vs 1)" in reasons["tp8-cp2-dp2-pp2-zero1-sp-nmb256"]
-    assert "prefers the choice for memory headroom (memory 93% vs 76% of the GPU)" in reasons["tp8-cp2-dp4-pp1-zero1-sp-nmb128"]
+    assert "prefers the choice for less CP (cp 2 vs 1)" in reasons["tp8-cp2-dp2-pp2-vpp2-zero1-sp-nmb256"]
+    assert "prefers the choice for memory headroom (memory 93% vs 82% of the GPU)" in reasons["tp8-cp2-dp4-pp1-zero1-sp-nmb128"]
     assert "for more TP inside the NVLink domain (tp 4 vs 8)" in reasons["tp4-cp2-dp2-pp4-zero1-sp-nmb256"]
 
 
@@ -413,7 +413,7 @@ def test_every_tie_break_criterion_is_named_when_it_decides():
 
     def candidate() -> Candidate:
         layout = SimpleNamespace(**{name: rng.choice(options) for name, options in values.items()})
-        share = rng.choice((0.5, 0.9))          # below and above COMFORTABLE_MEMORY
+        share = rng.choice((0.5, 0.95))         # below and above COMFORTABLE_MEMORY
         return Candidate(layout, SimpleNamespace(total=share, capacity=1.0), 1.0, None, False)
 
     for order, criteria in CRITERIA.items():
@@ -423,7 +423,7 @@ def test_every_tie_break_criterion_is_named_when_it_decides():
             alt, chosen = sorted((candidate(), candidate()), key=lambda c: tie_break(c, ties), reverse=True)
             decided = next((c for c, x, y in zip(criteria, alt.tie_key, chosen.tie_key) if x != y), None)
             if decided is not None and decided.name not in named:
-                named[decided.name] = why_lost(alt, chosen, 1.0, order)
+                named[decided.name] = why_lost(alt, chosen, 1.0, ties)
         for criterion in criteria:
             if criterion.name == "pipeline_stages":
                 # tp * pp * cp (model parallelism) comes first, and tp and cp before it: pp cannot decide alone

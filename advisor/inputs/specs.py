@@ -577,6 +577,10 @@ class Training(_Frozen):
     """PEFT's lora_dropout, the probability of the dropout on each adapter's input (LoRA and QLoRA only);
     above 0 each adapter keeps a 1-byte mask and its own copy of its input for the backward
     (peft tuners/lora/layer.py). None: 0, PEFT's default."""
+    memory_headroom: float | None = Field(None, ge=0, lt=1)
+    """Share of each GPU's memory a layout must leave free by the estimate (0.1: use at most 90%); the
+    planner ranks layouts that leave less after all others and the audit warns (advice.memory-tight).
+    None: the memory estimate's measured error, 4.1% (advisor.inputs.uncertainty.MEMORY_ERROR)."""
     framework: str | None = None
     """The training stack the team runs, as teams name it (advisor.inputs.stacks.STACKS): "megatron-core",
     "megatron-bridge", "nemo", "megatron-lm", "megatron-deepspeed", "deepspeed", "hf-trl", "hf-accelerate",

@@ -4,10 +4,12 @@
    structural rules and the rules' decisions.
 2. Memory and time (search.py): for each shape, micro-batch, ZeRO stage and offload, the least
    recompute that fits, coarse to fine, sizing only the variants that could change the answer.
-3. Rank (ranking.py): the fastest step wins, except that near-ties (within NEAR_TIE) go by the
-   tie-break criteria; the audit's legality rules then have the last word on each pick.
+3. Rank (ranking.py): the fastest step wins, except that near-ties (within the estimate's measured
+   error, inputs.uncertainty) go by the tie-break criteria; the audit's legality rules then have the
+   last word on each pick, and its advice decides among near-ties (search.pick).
 4. Families (families.py): the family the rules did not choose is compared, and a ZeRO strategy that
    cannot hold the model widens to Megatron-LM.
+5. Advice (search.py): each advice of the audit that the choice still draws gets a note saying why.
 What the search finds is in candidates.py, what it tells the trace in events.py (typed) and
 messages.py (the wording).
 """
@@ -16,11 +18,12 @@ from __future__ import annotations
 
 from ..rulebook.actions import Decisions
 from ..costmodel import Assumptions
+from ..results.audit import Screening
 from ..inputs.specs import Cluster, Model, Training
 from .candidates import PlanResult
 from .families import family_framework, family_refused, narrow_framework, other_family, widen_to_megatron
 from .events import PlanEvent
-from .messages import need_and_capacity, needs, offload_basis
+from .messages import need_and_capacity, needs, offload_basis, preference_set_aside
 from .search import Search
 from .space import Policy
 
@@ -28,9 +31,9 @@ __all__ = ["PlanEvent", "PlanResult", "plan"]
 
 
 def plan(cluster: Cluster, model: Model, training: Training, decisions: Decisions,
-         check_fn=lambda layout, est: [], keep_ranking: bool = False, assumptions=None) -> PlanResult:
+         check_fn=lambda layout, est: Screening(), keep_ranking: bool = False, assumptions=None) -> PlanResult:
     """Pick the fastest layout (by the cost model) that the rules allow, that fits, and that has no
-    error from `check_fn` (the audit's legality rules: a list of (rule id, message)). `assumptions`:
+    error from `check_fn` (the audit's screening of a layout: results.audit.Screening). `assumptions`:
     the cost model's knobs (advisor.estimate.Assumptions; None: its defaults). `decisions` is only read."""
     framework = decisions.framework[0] if decisions.framework else "megatron"
     strategy = decisions.strategy[0] if decisions.strategy else "model-parallel"
@@ -50,6 +53,9 @@ def plan(cluster: Cluster, model: Model, training: Training, decisions: Decision
                                                f"{decisions.frameworks[1]} allows: family {family} runs on {moved}",
                                        rule_id=decisions.frameworks[1]))
         framework = result.framework = moved
+    aside = preference_set_aside(decisions.features, policy.tie_order)
+    if aside is not None:
+        result.events.append(aside)
     args = (cluster, model, training, policy, strategy, framework, result, check_fn)
     chosen, closest = Search(*args, allow_offload=False, keep_ranking=keep_ranking, assumptions=assumptions).run()
     if chosen is None and strategy == "zero-dp":

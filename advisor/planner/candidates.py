@@ -52,13 +52,14 @@ class Candidate:
     """A layout that fits, with its sizing and step time; its full Estimate is built only when it
     reaches the output (the choice, an alternative, the audit's screening, or the full ranking)."""
 
-    __slots__ = ("layout", "sized", "step_time", "floor", "tight", "_estimate", "tie_key", "kind")
+    __slots__ = ("layout", "sized", "step_time", "floor", "tight", "_estimate", "tie_key", "kind", "advice")
 
     def __init__(self, layout: Layout, sized: Sized, step_time: float, floor: dict | None, tight: bool):
         self.layout, self.sized, self.step_time, self.floor, self.tight = layout, sized, step_time, floor, tight
         self._estimate: Estimate | None = None
         self.tie_key: tuple | None = None   # ranking.tie_break's, once computed (a candidate lives in one search)
         self.kind: str | None = None        # search.KINDS' name when listed as the best of its kind
+        self.advice: tuple | None = None    # (rule id, message) of the audit's advice, once screened (search.pick)
 
     @property
     def memory_share(self) -> float:

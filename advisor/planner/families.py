@@ -196,12 +196,12 @@ def move_to(cluster: Cluster, model: Model, training: Training, policy: Policy, 
                               allow_offload=False, keep_ranking=False, assumptions=assumptions).run()
     result.events.append(PlanEvent("note", f"family {family} ({framework}) is estimated {1 - est.step_time / ours:.0%} "
                                            f"faster than the best {strategy} layout ({est.step_time:.2f} s vs "
-                                           f"{ours:.2f} s), beyond the {NEAR_TIE:.0%} the estimate cannot separate: it "
+                                           f"{ours:.2f} s), beyond the {NEAR_TIE:.1%} the estimate cannot separate (its measured error): it "
                                            f"overrides rule {rule}'s preference for {strategy}", rule_id=rule_id))
     result.events += moved.events
     kept = Alternative(result.layout, result.estimate, (
         f"family {strategy} ({result.framework}): est. step {ours:.2f} s ({ours / est.step_time - 1:+.0%}); "
-        f"rule {rule} prefers it, but the estimate puts it beyond the {NEAR_TIE:.0%} band"), strategy)
+        f"rule {rule} prefers it, but the estimate puts it beyond the {NEAR_TIE:.1%} band"), strategy)
     result.layout, result.estimate, result.framework = layout, est, framework
     # (the moved-to search may list the layout set aside too: it is listed once, as the one set aside)
     result.alternatives = [a for a in moved.alternatives if a.layout != kept.layout] + [kept]

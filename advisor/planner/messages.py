@@ -9,7 +9,9 @@ from ..inputs.layout import Layout
 from ..inputs.specs import Cluster
 from .candidates import Candidate, Closest, PlanResult
 from .events import PlanEvent
-from .ranking import MAX_MEMORY_UTILIZATION, NEAR_TIE, TIE_WORDS
+from ..inputs.uncertainty import EXPERT_MEMORY_SHARE, MEMORY_ERROR, STEP_TIME_ERROR
+from ..results.render import OVER_PREFERENCE
+from .ranking import CRITERIA, TIE_WORDS, Ties
 
 
 def host_need(sized: Sized) -> float:
@@ -84,13 +86,56 @@ def offload_basis(cluster: Cluster, layout: Layout, est: Estimate, A: Assumption
             + ", ".join(figures) + "; pass your hosts' figures as assumptions")
 
 
+def margins(ties: Ties) -> tuple[str, str]:
+    """The memory margin and the near-tie band as the trace states them, each with its source."""
+    headroom = 1 - ties.tight
+    why = ("the memory estimate's measured error" if abs(headroom - MEMORY_ERROR.value) < 1e-9
+           else "training.memory_headroom")
+    memory = f"leave less than {headroom:.1%} of it free, {why}"
+    band = (f"ties within {ties.band:.1%} (the step-time estimate's measured error, its median over "
+            f"{STEP_TIME_ERROR.n} measured runs) go to {TIE_WORDS[ties.order]}")
+    if any(c.name == "headroom" for c in CRITERIA[ties.order]):
+        band += (f" (memory headroom: at most {ties.roomy:.0%} of the GPU, as 85 in 100 of "
+                 f"{EXPERT_MEMORY_SHARE.n} published expert layouts use)")
+    return memory, band
+
+
+def advice_note(rule_id: str, message: str, chosen: Candidate, best: Candidate | None, kept: set[str],
+                ties: Ties, fastest: float) -> str:
+    """Why the choice keeps an advice of its own audit: no near-tie avoids it, and what the fastest
+    layout without it would cost (`best`, None when no layout that fits avoids it). `fastest`: the
+    step time the near-tie band is measured from."""
+    head = (f"the audit's advice {rule_id} stands on the choice ({message}): no layout within "
+            f"{ties.band:.1%} of the fastest ({fastest:.2f} s) avoids it without drawing other advice")
+    if best is None:
+        return head + "; no layout that fits avoids it"
+    t, ours = best.step_time, chosen.step_time
+    text = f"{head}; the fastest without it, {best.layout.id}, is est. {t:.2f} s ({t / ours - 1:+.0%} on the choice)"
+    other = sorted({r for r, _ in best.advice or ()} - kept)
+    if other:
+        return text + f" and draws {', '.join(other)}"
+    if best.tight and not chosen.tight:
+        return text + f", leaving less than {1 - ties.tight:.1%} of GPU memory free"
+    return text
+
+
+def preference_set_aside(features: dict[str, str], used: str) -> PlanEvent | None:
+    """When the rules enabled several near-tie preferences (`features`: feature -> rule id), the note
+    that the one the search uses stands over the others, so that no rule's words read as the tie order."""
+    aside = [f for f in CRITERIA if f != used and f in features and features[f] != features.get(used)]
+    if used not in features or not aside:
+        return None
+    others = "; ".join(f"rule {features[f]}'s ({f}: {TIE_WORDS[f]})" for f in aside)
+    return PlanEvent("note", f"among near-ties, rule {features[used]}'s preference ({used}: {TIE_WORDS[used]}) "
+                             f"{OVER_PREFERENCE} {others}", rule_id=features[used])
+
+
 def note_search(result: PlanResult, found: list[Candidate], floors: dict, variants: dict, tried: set,
-                tie_order: str) -> None:
+                ties: Ties) -> None:
     n_tight = sum(c.tight for c in found)
-    ties = TIE_WORDS[tie_order]
-    result.events.append(PlanEvent("note", f"{len(found)} layouts fit in memory ({n_tight} above "
-                                           f"{MAX_MEMORY_UTILIZATION:.0%} of it, ranked last); ranked by estimated "
-                                           f"step time; ties within {NEAR_TIE:.0%} go to {ties}"))
+    memory, band = margins(ties)
+    result.events.append(PlanEvent("note", f"{len(found)} layouts fit in memory ({n_tight} {memory}, ranked last); "
+                                           f"ranked by estimated step time; {band}"))
     n_variants = sum(len(v) for b, v in variants.items() if b in floors)
     shapes = "1 shape fits; {} of its" if len(floors) == 1 else f"{len(floors)} shapes fit; {{}} of their"
     result.events.append(PlanEvent("note", shapes.format(len([t for t in tried if t[0] in floors])) +

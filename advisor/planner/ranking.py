@@ -1,10 +1,12 @@
 """Ranking: every layout that fits gets a step time; the fastest step wins, except that candidates
-within `NEAR_TIE` of the fastest are ordered by `tie_break` (with the rules' "ep_over_tp" for MoE, less
-TP; with "dp_before_tp", memory headroom, then less model parallelism; with "tp_before_pp", more TP inside
-the NVLink domain; then more memory headroom; less CP; then
-fewer parallel dimensions, an even pipeline split, smaller model parallelism, no VPP, lower ZeRO
-stage, less recompute), because the estimate is not that precise. The audit's legality rules then
-have the last word on each pick (search.pick).
+within the estimate's measured error of the fastest (`Ties.band`, inputs.uncertainty.STEP_TIME_ERROR)
+are ordered by `tie_break` (with the rules' "ep_over_tp" for MoE, less TP; with "dp_before_tp", memory
+headroom, then less model parallelism; with "tp_before_pp", more TP inside the NVLink domain; then
+memory within what expert layouts use; less CP; then fewer parallel dimensions, an even pipeline split,
+smaller model parallelism, no VPP, lower ZeRO stage, less recompute), because the estimate cannot tell
+them apart. Layouts that leave less memory free than the memory estimate's measured error (or
+Training.memory_headroom) rank after all others. The audit's legality rules then have the last word
+on each pick, and its advice decides among near-ties (search.pick).
 """
 
 from __future__ import annotations
@@ -12,25 +14,17 @@ from __future__ import annotations
 from operator import itemgetter
 from typing import Callable, NamedTuple
 
+from ..inputs.uncertainty import EXPERT_MEMORY_SHARE, STEP_TIME_ERROR, memory_headroom
 from .candidates import Candidate
 from .space import OFFLOAD_RANK, RECOMPUTE_RANK
 
-# Estimates this close are treated as ties: the time model's mean |error| on measured runs is ~6%,
-# single runs up to ~25% (benchmarks/calibrate_throughput.py). 8% maximised agreement with published
-# layouts in benchmarks/published_planner.py among 3/8/15% (the tie-break carries the preference).
-NEAR_TIE = 0.08
-
-# Layouts that fill more than this share of GPU memory rank after every layout with room left: the
-# memory estimate is within ~4% of Korthikanti et al.'s measurements, so above 95% a "fit" may not be
-# one (NVIDIA/Megatron-LM#525: an estimate that fit 23.3 of 32 GB went out of memory); published runs
-# often sit at 90-95% by our estimate and ran. The audit warns at the same threshold (advice.memory-tight).
-MAX_MEMORY_UTILIZATION = 0.95
-# Among near-tied layouts, one using at most this share of GPU memory goes before one using more
-# (headroom absorbs estimate error and fragmentation). No source gives a figure: scanned on the
-# published dev sets (benchmarks/published_planner.py, stated framework; (TP, PP) matches older file +
-# 2025 file, at an equal top five from 0.80 to 0.95): 0.80 54+27, 0.82 55+26, 0.84 57+25, 0.85 and 0.86
-# 58+25, 0.88 59+23, 0.90 57+23, 0.95 49+20. By our estimate 81% of the published layouts use <= 0.85.
-COMFORTABLE_MEMORY = 0.85
+# Estimates closer than this are near-ties: the estimate's measured error (its median |log(est/measured)|
+# over the dev files' runs; advisor.inputs.uncertainty, recomputed by benchmarks/uncertainty.py).
+NEAR_TIE = STEP_TIME_ERROR.value
+# Among near-ties, a layout using at most the share of GPU memory that 85 in 100 published expert
+# layouts use (by this estimate) goes before one using more: where experts had near-tied layouts, they
+# kept that room (inputs.uncertainty.EXPERT_MEMORY_SHARE).
+COMFORTABLE_MEMORY = EXPERT_MEMORY_SHARE.value
 
 
 class Criterion(NamedTuple):
@@ -71,15 +65,14 @@ SIMPLICITY = (
     Criterion("pipeline_stages", "fewer pipeline stages", ("pp",)),
     Criterion("micro_batch", "a larger micro-batch", ("micro_batch_size",)),
 )
-# A layout that leaves COMFORTABLE_MEMORY of the GPU free: robust to estimate error, the way
-# expert-chosen layouts leave room.
+# A layout within COMFORTABLE_MEMORY of the GPU (Ties.roomy): the room expert layouts leave.
 HEADROOM = Criterion("headroom", "memory headroom", ("memory",), "memory headroom")
 # CP comes after TP and headroom, not first: the rules enable it only for long sequences, where
 # Megatron-LM's guide recommends it (its reference table: TP4 PP4 CP2 for a 70B model at 8K on 64
 # GPUs), but among equals the smaller ring (its KV exchange crosses nodes) is the safer bet.
 LESS_CP = Criterion("less_cp", "less CP", ("cp",), "less CP")
 
-# The order of candidates the estimate cannot separate (within NEAR_TIE of each other), by the
+# The order of candidates the estimate cannot separate (within Ties.band of each other), by the
 # rules' preference (Ties.order):
 CRITERIA: dict[str, tuple[Criterion, ...]] = {
     # MoE; Megatron-LM MoE README best practices: minimise model parallelism, prefer EP over TP for
@@ -126,15 +119,24 @@ class Ties(NamedTuple):
     layers: int
     domain: int       # GPUs per NVLink domain (in this job)
     pick: Callable    # TIE_KEYS[order]: the tie key from tie_terms(...)
+    band: float = NEAR_TIE                    # step times within (1 + band) of the fastest are near-ties
+    tight: float = 1 - memory_headroom(None)  # a layout above this share of GPU memory ranks after all others
+    roomy: float = COMFORTABLE_MEMORY         # among near-ties, a layout within this share goes first
 
     @classmethod
-    def of(cls, order: str, layers: int, domain: int) -> Ties:
-        return cls(order, layers, domain, TIE_KEYS[order])
+    def of(cls, order: str, layers: int, domain: int, training=None) -> Ties:
+        return cls(order, layers, domain, TIE_KEYS[order], tight=1 - memory_headroom(training),
+                   roomy=min(COMFORTABLE_MEMORY, 1 - memory_headroom(training)))
 
     @classmethod
-    def for_job(cls, order: str, model, cluster) -> Ties:
-        """The ties of `order` for this model on this cluster (the NVLink domain the job can use)."""
-        return cls.of(order, model.layers, min(cluster.nvlink_domain, cluster.gpus))
+    def for_job(cls, order: str, model, cluster, training=None) -> Ties:
+        """The ties of `order` for this model on this cluster (the NVLink domain the job can use), with
+        the memory margin `training` asks for (Training.memory_headroom; None: the measured error)."""
+        return cls.of(order, model.layers, min(cluster.nvlink_domain, cluster.gpus), training)
+
+    def is_tight(self, share: float) -> bool:
+        """A layout using `share` of GPU memory leaves less free than the margin."""
+        return share > self.tight
 
 
 def tie_break(cand: Candidate, ties: Ties) -> tuple:
@@ -144,23 +146,30 @@ def tie_break(cand: Candidate, ties: Ties) -> tuple:
         lay = cand.layout
         key = cand.tie_key = ties.pick(tie_terms(lay.tp, lay.pp, lay.cp, lay.ep, lay.vpp, lay.offload, lay.zero_stage,
                                                  lay.recompute, lay.micro_batch_size,
-                                                 cand.memory_share > COMFORTABLE_MEMORY, ties))
+                                                 cand.memory_share > ties.roomy, ties))
     return key
 
 
-def why_lost(alt: Candidate, chosen: Candidate, fastest: float, order: str) -> str:
+def why_lost(alt: Candidate, chosen: Candidate, fastest: float, ties: Ties) -> str:
     """Why `alt` ranks after `chosen`; `fastest` is the best step time of chosen's group, which the
     near-tie band is measured from (the tie-break may have chosen a slightly slower layout). A near-tie
     names the first preference of the tie order that tells the two apart, then the other differences."""
     a, c = alt.layout, chosen.layout
     ta, tc = alt.step_time, chosen.step_time
     ua, uc = alt.memory_share, chosen.memory_share
-    if ua > MAX_MEMORY_UTILIZATION >= uc:
-        return (f"uses {ua:.0%} of GPU memory (> {MAX_MEMORY_UTILIZATION:.0%}): est. step {ta:.2f} s vs "
-                f"{tc:.2f} s ({ta / tc - 1:+.0%}), too little headroom")
-    if ta > fastest * (1 + NEAR_TIE):
-        behind = "" if fastest >= tc else f"; more than {NEAR_TIE:.0%} behind the fastest, {fastest:.2f} s"
+    band = ties.band
+    if ties.is_tight(ua) and not ties.is_tight(uc):
+        return (f"uses {ua:.0%} of GPU memory (> {ties.tight:.0%}, the memory estimate's margin): est. step "
+                f"{ta:.2f} s vs {tc:.2f} s ({ta / tc - 1:+.0%}), too little headroom")
+    if ta > fastest * (1 + band):
+        behind = "" if fastest >= tc else f"; more than {band:.1%} behind the fastest, {fastest:.2f} s"
         return f"slower: est. step {ta:.2f} s vs {tc:.2f} s ({ta / tc - 1:+.0%}){behind}"
+    ours = {r for r, _ in chosen.advice or ()}
+    theirs = {r for r, _ in alt.advice or ()}
+    if ours < theirs and ((alt.tie_key or ()), ta) < ((chosen.tie_key or ()), tc):   # first in the tie order, set aside
+        avoided = ", ".join(sorted(theirs - ours))
+        return (f"about as fast (est. step {ta:.2f} s vs {tc:.2f} s, within {band:.1%}) and first by the tie-break, "
+                f"but its own audit advises against it ({avoided}) and the choice avoids that")
 
     def shown(name: str) -> str:
         if name == "memory":
@@ -168,13 +177,13 @@ def why_lost(alt: Candidate, chosen: Candidate, fastest: float, order: str) -> s
         return f"{name} {getattr(a, name)} vs {getattr(c, name)}"
 
     diffs = []
-    if (ua > COMFORTABLE_MEMORY) != (uc > COMFORTABLE_MEMORY):
+    if (ua > ties.roomy) != (uc > ties.roomy):
         diffs.append("memory")
     diffs += [n for n in ("tp", "pp", "cp", "ep", "vpp", "zero_stage", "recompute", "offload", "micro_batch_size")
               if getattr(a, n) != getattr(c, n)]
-    criteria = CRITERIA[order]
+    criteria = CRITERIA[ties.order]
     at = next((i for i, (x, y) in enumerate(zip(alt.tie_key or (), chosen.tie_key or ())) if x != y), None)
-    head = f"about as fast (est. step {ta:.2f} s vs {tc:.2f} s, within {NEAR_TIE:.0%}); the tie-break prefers the choice"
+    head = f"about as fast (est. step {ta:.2f} s vs {tc:.2f} s, within {band:.1%}); the tie-break prefers the choice"
     if at is None:                               # same preference: the faster of the two goes first
         return head + (" as faster; it differs in " + ", ".join(map(shown, diffs)) if diffs else " as faster")
     criterion = criteria[at]
@@ -192,7 +201,7 @@ def ordered(found: list[Candidate], ties: Ties) -> list[Candidate]:
         scored = [c for c in found if c.tight is group]
         if not scored:
             continue
-        limit = min([c.step_time for c in scored]) * (1 + NEAR_TIE)
+        limit = min([c.step_time for c in scored]) * (1 + ties.band)
         # (c.tie_key: tie_break's cached key, a non-empty tuple, saving the call once it is known)
         ordered += sorted([c for c in scored if c.step_time <= limit],
                           key=lambda c: (c.tie_key or tie_break(c, ties), c.step_time))

@@ -31,8 +31,9 @@ from ..inputs.layout import Layout
 from ..inputs.specs import Cluster, Model, Training
 from .candidates import Alternative, Candidate, Closest, PlanResult
 from .events import PlanEvent
-from .messages import host_need, host_short, need_and_capacity, note_search, short_of, shortfall
-from .ranking import MAX_MEMORY_UTILIZATION, NEAR_TIE, Ties, ordered, tie_break, tie_terms, why_lost
+from ..results.audit import Screening
+from .messages import advice_note, host_need, host_short, need_and_capacity, note_search, short_of, shortfall
+from .ranking import Ties, ordered, tie_break, tie_terms, why_lost
 from .space import MBS_OPTIONS, OFFLOAD, RECOMPUTE, Policy, Shape, base_of, shapes, stages, variants_of
 
 MAX_ALTERNATIVES = 4
@@ -75,32 +76,55 @@ MAX_REJECT_EVENTS = 10          # rejections written to the trace one by one; th
 Sizings = tuple[Layout, int, dict[int, tuple[Layout, Sized]]]
 
 
-def pick(ordered: list[Candidate], check_fn, checked: dict, max_alternatives: int):
-    """The first candidate the audit's legality rules accept, and up to max_alternatives more of
-    other shapes; (chosen, alternatives, [(rule id, message, layout id) of each refused one])."""
-    chosen, alternatives, rejected = None, [], []
-    listed: set[tuple] = set()
+def advised(cand: Candidate) -> set[str]:
+    """The rule ids of the audit's advice on a screened candidate."""
+    return {rule_id for rule_id, _ in cand.advice or ()}
+
+
+def pick(ordered: list[Candidate], check_fn, checked: dict, max_alternatives: int, band: float):
+    """The choice and up to max_alternatives more of other shapes, in `ordered`'s order, skipping every
+    layout the audit's legality rules refuse; (chosen, alternatives, [(rule id, message, layout id) of
+    each refused one]). The choice is the first legal layout, unless its own audit advises against it
+    (an "advice"-tier warning) and a legal near-tie (within `band` of the fastest of its group) draws
+    only part of that advice: then the first such layout in the tie order, and so on from it, so that
+    the pick never carries advice that a near-tie avoids (band 0: the first legal layout)."""
+    rejected: dict[int, tuple[str, str, str]] = {}       # id(candidate) -> its refusal, in the order met
+
+    def legal(cand: Candidate) -> bool:
+        screening = checked.get(id(cand))
+        if screening is None:
+            screening = checked[id(cand)] = check_fn(cand.layout, cand.estimate)
+            cand.advice = screening.advice
+        if screening.errors:
+            # The audit's legality rules have the last word: never return what they call an error.
+            rule_id, message = screening.errors[0]
+            rejected.setdefault(id(cand), (rule_id, message, cand.layout.id))
+        return not screening.errors
+
+    chosen = next((c for c in ordered if legal(c)), None)
+    if chosen is None:
+        return None, [], list(rejected.values())
+    if chosen.advice and band > 0:
+        limit = min(c.step_time for c in ordered if c.tight is chosen.tight) * (1 + band)
+        for cand in ordered[ordered.index(chosen) + 1:]:
+            if cand.tight is not chosen.tight or cand.step_time > limit:
+                continue
+            if legal(cand) and advised(cand) < advised(chosen):
+                chosen = cand
+                if not chosen.advice:
+                    break
+    alternatives = []
+    listed = {(chosen.layout.tp, chosen.layout.pp, chosen.layout.cp, chosen.layout.ep, chosen.layout.zero_stage)}
     for cand in ordered:
-        if chosen is not None and len(alternatives) >= max_alternatives:
+        if len(alternatives) >= max_alternatives:
             break
         layout = cand.layout
         shape = (layout.tp, layout.pp, layout.cp, layout.ep, layout.zero_stage)
-        if chosen is not None and shape in listed:
-            continue
-        errors = checked.get(id(cand))
-        if errors is None:
-            errors = checked[id(cand)] = check_fn(layout, cand.estimate)
-        if errors:
-            # The audit's legality rules have the last word: never return what they call an error.
-            rule_id, message = errors[0]
-            rejected.append((rule_id, message, layout.id))
+        if shape in listed or not legal(cand):
             continue
         listed.add(shape)
-        if chosen is None:
-            chosen = cand
-        else:
-            alternatives.append(cand)
-    return chosen, alternatives, rejected
+        alternatives.append(cand)
+    return chosen, alternatives, list(rejected.values())
 
 
 class Search:
@@ -123,7 +147,7 @@ class Search:
         # the ZeRO stages to try, by pp > 1 (all that stages() reads of pp), worked out once per search
         self.zero_stages = {pipelined: stages(policy.zero_stages, framework, 2 if pipelined else 1)
                             for pipelined in (False, True)}
-        self.ties = Ties.for_job(policy.tie_order, model, cluster)
+        self.ties = Ties.for_job(policy.tie_order, model, cluster, training)
         self.found: list[Candidate] = []
         self.closest: Closest | None = None
         self.n_logged = 0                    # memory rejections written by this search (capped)
@@ -151,7 +175,8 @@ class Search:
         # recompute, lowest ZeRO stage, no offload, memory headroom); several rounds ask for it again
         self.favourable: dict[tuple, tuple] = {}
         self.zero_min = min(stages(policy.zero_stages, framework, 1))
-        self.band = float("inf")               # NEAR_TIE above the best, once the fine pass has settled it
+        self.band = float("inf")               # ties.band above the best, once the fine pass has settled it
+        self.checked: dict[int, Screening] = {}   # id(candidate) -> check_fn's Screening, once asked
 
     def run(self):
         self.coarse()
@@ -161,6 +186,7 @@ class Search:
         chosen, alternatives, rejected = self.settle()
         if chosen is not None and self.max_alternatives:
             alternatives += self.best_of_missing_kinds([c.layout for c in (chosen, *alternatives)])
+            self.explain_advice(chosen)
         self.report(chosen, rejected)
         if self.keep_ranking:
             self.rank_everything()
@@ -302,7 +328,7 @@ class Search:
         for i in range(hi, top + 1):
             layout, sized = self.sized_at(sizings, i)
             if sized.fits and sized.host_fits:
-                tight = sized.total > MAX_MEMORY_UTILIZATION * sized.capacity
+                tight = sized.total > self.ties.tight * sized.capacity
                 if variants_of_shape is None:
                     step, floor = step_time_of(sized), None
                 else:
@@ -407,7 +433,7 @@ class Search:
 
     def fine(self) -> None:
         """Only the variants that could change the choice. No variant runs faster than its floor
-        (time.variant_floors). The choice is the tie-break's first among the layouts within NEAR_TIE
+        (time.variant_floors). The choice is the tie-break's first among the layouts within ties.band
         of the best, in the group it is made in (layouts with headroom; the tight ones when none has
         any). So: (1) every variant whose floor is below the best so far, until none is left: the
         best is then final; (2) in tie-break order, the variants whose floor is within the band and
@@ -425,7 +451,7 @@ class Search:
                 try_variant(b, mbs, vpp, self.best)
             if (len(tried), len(self.found)) == before:  # the best can rise once, when the first roomy layout appears
                 break
-        band = self.band = self.best * (1 + NEAR_TIE)
+        band = self.band = self.best * (1 + self.ties.band)
         hopefuls = sorted((self.favourable_key(b, mbs, vpp), floor, b, mbs, vpp)
                           for floor, b, mbs, vpp in pending
                           if floor <= band and ((b, mbs, vpp) not in tried or parked.get((b, mbs, vpp))))
@@ -441,13 +467,24 @@ class Search:
 
     def settle(self):
         """Pick the choice and its alternatives, trying every variant that could change the list of
-        alternatives, until it stands; (chosen, alternatives, rejected) as `pick` returns them."""
-        checked: dict[int, list] = {}      # id(candidate) -> check_fn's errors, across rounds
+        alternatives, until it stands; (chosen, alternatives, rejected) as `pick` returns them. When the
+        tie-break's first draws the audit's advice, every variant within the band is sized first, so that
+        a near-tie without that advice is found wherever it is."""
         every = sorted([(floor, b, mbs, vpp) for b in self.floors for (mbs, vpp), floor in self.floors[b].items()],
                        key=itemgetter(0))
+        band_sized = False
         while True:
-            chosen, alternatives, rejected = pick(ordered(self.found, self.ties), self.check_fn, checked,
-                                                  self.max_alternatives)
+            # (a comparison-only search, with no alternatives (families.other_family), gives its family's
+            # best by the tie-break alone; a move to that family searches it again, advice included)
+            chosen, alternatives, rejected = pick(ordered(self.found, self.ties), self.check_fn, self.checked,
+                                                  self.max_alternatives, self.ties.band if self.max_alternatives else 0.0)
+            if chosen is not None and chosen.advice and self.max_alternatives and not band_sized:
+                band_sized = True
+                before = len(self.found)
+                for b in self.floors:
+                    self.refine(b, self.best * (1 + self.ties.band))
+                if len(self.found) != before:
+                    continue
             if chosen is None or not self.complete_alternatives(chosen, alternatives, rejected, every):
                 return chosen, alternatives, rejected
 
@@ -464,7 +501,7 @@ class Search:
         of them when a tight layout closes the list, or fewer were listed than asked because the
         audit refused some); the list is made again until it stands. The choice does not move
         (step 2 of `fine`)."""
-        band = self.best * (1 + NEAR_TIE)
+        band = self.best * (1 + self.ties.band)
         max_alternatives = self.max_alternatives
         entries: dict[tuple, Candidate] = {}      # (tp, pp, cp, ep, ZeRO stage) -> its listed layout
         for c in (chosen, *alternatives):
@@ -517,30 +554,45 @@ class Search:
         return extra
 
     def best_of_kind(self, kind: Kind) -> Candidate | None:
-        """The first legal layout of `kind` in the order the choice is made in (layouts with headroom
-        first, then by step time), as trying every variant would find it: the kind's variants whose
+        """The first legal layout of `kind` in the order the choice is made in, as trying every variant
+        would find it (best_where)."""
+        best = self.best_where(lambda c: kind.holds(c.layout) and not self.screened(c).errors,
+                               [b for b in self.floors if kind.holds_shape(b)])
+        if best is not None:
+            best.kind = kind.name
+        return best
+
+    def best_where(self, keep: Callable[[Candidate], bool], bases: list) -> Candidate | None:
+        """The first layout `keep` accepts in the order the choice is made in (layouts with headroom
+        first, then by step time), as trying every variant would find it: the variants of `bases` whose
         floor is within the current best's step time are sized until none is left (all of them while
         the best is tight, since a roomy one would come first whatever its time)."""
-        bases = [b for b in self.floors if kind.holds_shape(b)]
-        legal: dict[int, bool] = {}
-
-        def is_legal(c: Candidate) -> bool:
-            if id(c) not in legal:
-                legal[id(c)] = not self.check_fn(c.layout, c.estimate)
-            return legal[id(c)]
-
         while True:
-            of_kind = sorted((c for c in self.found if kind.holds(c.layout)), key=lambda c: (c.tight, c.step_time))
-            best = next((c for c in of_kind if is_legal(c)), None)
+            best = next((c for c in sorted(self.found, key=lambda c: (c.tight, c.step_time)) if keep(c)), None)
             limit = float("inf") if best is None or best.tight else best.step_time
             before = len(self.found)
             for b in bases:
                 self.refine(b, limit)
             if len(self.found) == before:
-                break
-        if best is not None:
-            best.kind = kind.name
-        return best
+                return best
+
+    def screened(self, cand: Candidate):
+        """The audit's Screening of a candidate (cached across the search); sets its advice."""
+        screening = self.checked.get(id(cand))
+        if screening is None:
+            screening = self.checked[id(cand)] = self.check_fn(cand.layout, cand.estimate)
+            cand.advice = screening.advice
+        return screening
+
+    def explain_advice(self, chosen: Candidate) -> None:
+        """Why the choice still draws each advice of its own audit (pick prefers a near-tie without it):
+        a note naming the advice and the fastest layout without it (best_where), with its cost."""
+        kept = advised(chosen)
+        for rule_id, message in chosen.advice or ():
+            best = self.best_where(lambda c: not self.screened(c).errors and rule_id not in advised(c), list(self.floors))
+            fastest = min(c.step_time for c in self.found if c.tight is chosen.tight)
+            self.result.events.append(PlanEvent("note", advice_note(rule_id, message, chosen, best, kept, self.ties,
+                                                                    fastest), chosen.layout.id, rule_id=rule_id))
 
     def report(self, chosen: Candidate | None, rejected: list) -> None:
         """The audit's refusals (the first few one by one, then counted), and what the search sized."""
@@ -559,7 +611,7 @@ class Search:
             result.events.append(PlanEvent("reject", f"every layout that fits is refused by the audit; first of all by "
                                                      f"rule {rule_id}: {message}", rule_id=rule_id))
         else:
-            note_search(result, self.found, self.floors, self.variants, self.tried, self.ties.order)
+            note_search(result, self.found, self.floors, self.variants, self.tried, self.ties)
 
     def rank_everything(self) -> None:
         """Every variant of every shape, for benchmarks and tests; the answer is already made."""
@@ -572,10 +624,10 @@ class Search:
     def choice(self, chosen: Candidate, alternatives: list[Candidate]):
         result = self.result
         if chosen.tight:
-            result.events.append(PlanEvent("note", f"every fitting layout uses more than {MAX_MEMORY_UTILIZATION:.0%} "
+            result.events.append(PlanEvent("note", f"every fitting layout uses more than {self.ties.tight:.0%} "
                                                    "of GPU memory: expect little room for fragmentation"))
         fastest = min(c.step_time for c in self.found if c.tight is chosen.tight)
         result.alternatives += [Alternative(c.layout, c.estimate, (f"best {c.kind} layout: " if c.kind else "")
-                                            + why_lost(c, chosen, fastest, self.ties.order), kind=c.kind)
+                                            + why_lost(c, chosen, fastest, self.ties), kind=c.kind)
                                 for c in alternatives]
         return chosen.layout, chosen.estimate

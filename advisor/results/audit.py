@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -13,10 +13,18 @@ from ..rulebook.load import Reference
 from .render import estimate_lines, named_layout
 from .trace import Trace
 
-__all__ = ["Audit", "Finding", "Severity", "SEVERITY_ORDER"]
+__all__ = ["Audit", "Finding", "Screening", "Severity", "SEVERITY_ORDER"]
 
 Severity = Literal["error", "warning", "info"]
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+
+
+class Screening(NamedTuple):
+    """The audit's verdict on one candidate layout, as the planner screens it: `errors`, (rule id,
+    message) of each error (the layout is refused); `advice`, of each warning of the "advice" tier (legal
+    but unwise: the planner prefers a near-tied layout without it, or says why the choice keeps it)."""
+    errors: tuple[tuple[str, str], ...] = ()
+    advice: tuple[tuple[str, str], ...] = ()
 
 
 class Finding(BaseModel):

@@ -11,7 +11,7 @@ from ..inputs.specs import Model
 from ..inputs.units import format_bytes
 from ..rulebook.actions import Effect
 
-__all__ = ["CHOICE_WORDS", "OVER_STATED", "BEYOND_STATED", "effect_text", "estimate_lines", "named_layout",
+__all__ = ["CHOICE_WORDS", "OVER_STATED", "BEYOND_STATED", "OVER_PREFERENCE", "effect_text", "estimate_lines", "named_layout",
            "pipeline_line", "recommendation_text", "story"]
 
 _BAR = 40
@@ -21,6 +21,9 @@ CHOICE_WORDS = {"framework": "framework", "zero_stages": "ZeRO stages allowed", 
 # framework's, or asks for ZeRO stages the stated release does not have; the story repeats them.
 OVER_STATED = "overrides the stated"
 BEYOND_STATED = "but the stated"
+# The words of the planner's note in which one rule's near-tie preference stands over another's (a MoE
+# model's "less TP" over "TP first"); the story repeats it next to the rule it qualifies.
+OVER_PREFERENCE = "stands over"
 
 
 def effect_text(effects: list[Effect]) -> str:
@@ -204,8 +207,8 @@ def story(rec) -> str:
     if chose:
         parts.append(f"Rule {chose[0].rule_id}: {chose[0].message}.")
     # an earlier rule's choice that stands over the stated framework, and ZeRO stages kept to the release's
-    parts += [f"{e.message[0].upper()}{e.message[1:]}." for e in rec.trace.events
-              if e.op == "note" and e.rule_id and (OVER_STATED in e.message or BEYOND_STATED in e.message)]
+    parts += [f"{e.message[0].upper()}{e.message[1:]}." for e in rec.trace.events if e.op == "note" and e.rule_id
+              and (OVER_STATED in e.message or BEYOND_STATED in e.message or OVER_PREFERENCE in e.message)]
     limits = [e for e in fired if any(x.kind == "limit" and x.bound == "max" for x in e.effects)
               and e.rule_id not in {c.rule_id for c in chose}]
     if limits:
