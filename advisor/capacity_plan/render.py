@@ -36,7 +36,8 @@ def _header(plan) -> list[str]:
 
 def _row(o, mark: str, money: bool, width: int) -> str:
     cost = f" {o.cost:>13,.0f}" if money else ""
-    return (f"  {mark} {o.gpu:<15} {o.gpus:>6,} {o.layout:<{width}} {o.global_batch_size:>6,} {o.step_time_s:>8.2f} "
+    return (f"  {mark} {o.gpu:<15} {o.gpus:>6,} {o.layout:<{width}} {o.global_batch_size:>6,} "
+            f"{o.step_time_s:>8.2f} "
             f"{o.mfu:>6.1%} {o.goodput:>7.1%} {o.days:>10,.1f} {o.gpu_hours:>12,.0f}{cost}  "
             f"{'yes' if o.meets else 'no'}")
 
@@ -50,8 +51,8 @@ def _table(plan, all_counts: bool) -> list[str]:
         f"the Pareto front of days against {'cost' if money else 'GPU-hours'} and the pick; --all-counts lists " \
         f"all {plan.counts_tried:,} counts tried"
     width = max([len("layout"), *(len(o.layout) for o in shown)])
-    head = (f"  {'':1} {'GPU':<15} {'GPUs':>6} {'layout':<{width}} {'batch':>6} {'step s':>8} {'MFU':>6} {'goodput':>7} "
-            f"{'days':>10} {'GPU-hours':>12}" + (f" {plan.currency:>13}" if money else "") + "  meets")
+    head = (f"  {'':1} {'GPU':<15} {'GPUs':>6} {'layout':<{width}} {'batch':>6} {'step s':>8} {'MFU':>6} "
+            f"{'goodput':>7} {'days':>10} {'GPU-hours':>12}" + (f" {plan.currency:>13}" if money else "") + "  meets")
     lines = [f"Options ({what}):", head]
     lines += [_row(o, "*" if o == picked else " ", money, width) for o in shown]
     return lines

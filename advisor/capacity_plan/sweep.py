@@ -79,7 +79,8 @@ def _can_fork() -> bool:
 def _workers(requested: int | None, count: int) -> int:
     if requested is not None:
         if isinstance(requested, bool) or not isinstance(requested, int) or not 1 <= requested <= MAX_WORKERS:
-            raise InputError("workers", requested, f"a number of processes from 1 to {MAX_WORKERS}, or None (automatic)")
+            raise InputError("workers", requested,
+                             f"a number of processes from 1 to {MAX_WORKERS}, or None (automatic)")
         return min(requested, max(1, count))
     if count < PARALLEL_FROM or not _can_fork():
         return 1
