@@ -75,14 +75,18 @@ def _network(options: list[CapacityOption], probe: Cluster) -> Bound | None:
         return None
     worst = max(mine, key=lambda o: (o.exposed_comm_fraction, -o.gpus))
     gbit = probe.inter_node_bandwidth * 8 / 1e9
+    peak = f"exposed communication peaks at {worst.exposed_comm_fraction:.0%} of the step at {worst.gpus:,} GPUs" \
+        if worst.exposed_comm_fraction >= 0.005 else "no option leaves communication exposed"
     return Bound(name="network",
                  text=f"{probe.gpu.name}: {gbit:,.0f} Gbit/s per GPU to the scale-out network, NVLink domains of "
-                      f"{probe.nvlink_domain} GPUs (Cluster.inter_node_bandwidth, nvlink_domain); exposed "
-                      f"communication peaks at {worst.exposed_comm_fraction:.0%} of the step at {worst.gpus:,} GPUs")
+                      f"{probe.nvlink_domain} GPUs (Cluster.inter_node_bandwidth, nvlink_domain); {peak}")
 
 
 def _bubble(options: list[CapacityOption]) -> Bound:
     worst = max(options, key=lambda o: (o.bubble_fraction, -o.gpus))
+    if worst.bubble_fraction < 0.005:
+        return Bound(name="bubble", text="no option has a pipeline bubble: the batch gives every pipeline enough "
+                                         "micro-batches, or the layouts need no pipeline")
     est = worst.recommendation.estimates
     per_replica = worst.global_batch_size / max(1, est.dp)
     return Bound(name="bubble",
