@@ -22,7 +22,7 @@ from .counts import parse_counts, tiling_counts
 from .goal import Goal, GpuType, as_budget, as_deadline_days, as_gpu_types, as_tokens
 from .prices import Prices, as_prices
 from .result import CapacityOption, CapacityPlan, Pick, Rejected, Work
-from .scaling import (SECONDS_PER_DAY, Scaling, batch_at, checkpoint_bytes, goodput_at, peak_flops_for)
+from .scaling import Scaling, batch_at, checkpoint_bytes, peak_flops_for, training_time
 from .sweep import Outcome, RecommendArgs, Scenario, run_scenarios
 
 __all__ = ["capacity"]
@@ -78,11 +78,12 @@ def capacity(model: Any, *, tokens: Any, gpu: Any = "H100-SXM-80GB", gpus: Any =
     tried, scenarios, rejected = _scenarios(types, parse_counts(gpus), run, given)
     args = RecommendArgs(model, rules or (), engine, assumptions)
     outcomes = run_scenarios(args, scenarios, workers=workers, progress=progress)
+    counted = len(tried) + len(rejected)            # the counts refused before any recommend, and the rest
     drafts = []
     for item, outcome in zip(tried, outcomes):
         result = _judge(item, outcome, run)
         (rejected if isinstance(result, Rejected) else drafts).append(result)
-    return _plan(model, resolved, run, goal, drafts, rejected, types, len(tried) + len(rejected))
+    return _plan(model, resolved, run, goal, drafts, rejected, types, counted)
 
 
 def _as_scaling(value: Any) -> Scaling:
@@ -133,20 +134,19 @@ def _judge(item: _Tried, outcome: Outcome, run: _Run) -> CapacityOption | Reject
         reason, why = _infeasible(rec, count, item.batch)
         return Rejected(gpu=name, gpus=count, reason=reason, why=why)
     est = rec.estimates
-    good = goodput_at(count, run.checkpoint_bytes, est.step_time, run.scaling)
+    batch_tokens = item.batch * run.seq_len
+    timing = training_time(est.step_time, count, run.tokens, batch_tokens, run.checkpoint_bytes, run.scaling)
+    good = timing.goodput
     if good.fraction <= 0:
         return Rejected(gpu=name, gpus=count, reason="interruptions",
                         why=f"{good.interruptions_per_day:.1f} interruptions a day leave no time to train between "
                             f"restarts ({run.scaling.restart_minutes:g} min each) and checkpoints")
-    batch_tokens = item.batch * run.seq_len
-    steps = run.tokens / batch_tokens
-    days = steps * est.step_time / good.fraction / SECONDS_PER_DAY
-    gpu_hours = days * 24.0 * count
+    days, gpu_hours = timing.days, timing.gpu_hours
     price = run.prices.per_gpu_hour(name) if run.prices is not None else None
     return CapacityOption(
         gpu=name, gpus=count, nodes=rec.cluster.nodes, layout=rec.layout.id, framework=rec.framework,
         offload=rec.layout.offload != "none", global_batch_size=item.batch, batch_tokens=batch_tokens,
-        step_time_s=est.step_time, steps=steps, mfu=est.mfu, memory_gib=est.memory.total / 2**30,
+        step_time_s=est.step_time, steps=timing.steps, mfu=est.mfu, memory_gib=est.memory.total / 2**30,
         bubble_fraction=est.bubble_time / est.step_time, exposed_comm_fraction=est.exposed_comm_ratio,
         interruptions_per_day=good.interruptions_per_day, goodput=good.fraction, days=days, gpu_hours=gpu_hours,
         cost=gpu_hours * price if price is not None else None, meets=True, pareto=False,

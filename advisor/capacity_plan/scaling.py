@@ -21,7 +21,8 @@ from ..inputs.precision import recipe
 from ..inputs.screen import screen
 from ..inputs.units import to_bytes_per_second, to_tokens
 
-__all__ = ["Scaling", "Goodput", "batch_at", "goodput_at", "checkpoint_bytes", "peak_flops_for",
+__all__ = ["Scaling", "Goodput", "TrainingTime", "batch_at", "goodput_at", "training_time", "checkpoint_bytes",
+           "peak_flops_for",
            "LLAMA3_INTERRUPTIONS", "LLAMA3_DAYS", "LLAMA3_GPUS", "DEFAULT_MAX_BATCH_TOKENS", "SECONDS_PER_DAY"]
 
 SECONDS_PER_DAY = 86_400.0
@@ -130,6 +131,26 @@ def goodput_at(gpus: int, ckpt_bytes: float, step_seconds: float, scaling: Scali
     overhead = save / interval if math.isfinite(interval) else 0.0
     fraction = max(0.0, (1.0 - lost) / (1.0 + overhead))
     return Goodput(per_day, save, interval, fraction)
+
+
+class TrainingTime(NamedTuple):
+    """How long a run takes and what it holds: `steps` of `step_seconds`, stretched by the goodput."""
+
+    steps: float
+    goodput: Goodput
+    days: float
+    """Wall-clock days: steps x step time / goodput (infinite at goodput 0)."""
+    gpu_hours: float
+    """GPUs x wall-clock hours: the GPUs are held through restarts and checkpoint saves."""
+
+
+def training_time(step_seconds: float, gpus: int, tokens: float, batch_tokens: int, ckpt_bytes: float,
+                  scaling: Scaling) -> TrainingTime:
+    """Days and GPU-hours to train `tokens` at `batch_tokens` per step of `step_seconds` on `gpus` GPUs."""
+    good = goodput_at(gpus, ckpt_bytes, step_seconds, scaling)
+    steps = tokens / batch_tokens
+    days = steps * step_seconds / good.fraction / SECONDS_PER_DAY if good.fraction > 0 else math.inf
+    return TrainingTime(steps, good, days, days * 24.0 * gpus)
 
 
 def checkpoint_bytes(model, training) -> float:
