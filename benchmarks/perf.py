@@ -6,8 +6,9 @@ Measures in this process: `estimate` and `audit` of one layout; `recommend` for 
 scenarios with the number of candidates examined and of Python calls (a machine-independent measure
 of the work); the capacity sweep (`advisor.capacity` over models x GPU types x counts, ~1,000
 recommendations, in worker processes; issue 33's target: <= 10 s on 2 cores); then, in fresh
-processes, `import advisor` and the CLI's wall time for one preset recommendation. Where llm-analysis is installed, times its
-single-configuration training analysis in the same process and prints our `estimate` as a ratio of it.
+processes, `import advisor` and the CLI's wall time for one preset recommendation. Where
+llm-analysis is installed, times its single-configuration training analysis in the same process and
+prints our `estimate` as a ratio of it.
 """
 
 from __future__ import annotations
