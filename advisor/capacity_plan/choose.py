@@ -9,7 +9,7 @@ from typing import NamedTuple
 from .goal import Goal
 from .result import CapacityOption, Shortfall
 
-__all__ = ["Verdict", "money", "meets", "pareto_front", "verdict", "fmt_money", "fmt_days", "label"]
+__all__ = ["Verdict", "money", "meets", "pareto_front", "fronts", "verdict", "fmt_money", "fmt_days", "label"]
 
 
 class Verdict(NamedTuple):
@@ -40,6 +40,18 @@ def pareto_front(options: list[CapacityOption]) -> set[int]:
             front.add(i)
             cheapest = money(options[i])
     return front
+
+
+def fronts(options: list[CapacityOption], priced: bool) -> set[int]:
+    """The Pareto front over every option when prices make GPU types comparable in money; without
+    prices, each GPU type's own front (an hour of one type is not an hour of another)."""
+    if priced:
+        return pareto_front(options)
+    out: set[int] = set()
+    for gpu in dict.fromkeys(o.gpu for o in options):
+        mine = [i for i, o in enumerate(options) if o.gpu == gpu]
+        out |= {mine[j] for j in pareto_front([options[i] for i in mine])}
+    return out
 
 
 def fmt_days(days: float) -> str:
@@ -90,9 +102,11 @@ def verdict(options: list[CapacityOption], goal: Goal) -> Verdict:
     good = [i for i, o in enumerate(options) if o.meets]
     if not good:
         return _shortfall(options, goal)
+    hours = " (without prices, GPU-hours of different GPU types count alike)" \
+        if unit == "GPU-hours" and len({o.gpu for o in options}) > 1 else ""
     if goal.deadline_days is not None:
         best = _cheapest(options, good)
-        why = f"the cheapest of the {len(good)} options that meet {_constraint_text(goal)}: " \
+        why = f"the cheapest{hours} of the {len(good)} options that meet {_constraint_text(goal)}: " \
               f"{_summary(options[best], unit)}"
         cheaper = [i for i in range(len(options)) if money(options[i]) < money(options[best])]
         if cheaper:

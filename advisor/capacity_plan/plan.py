@@ -17,7 +17,7 @@ from ..inputs.coerce import as_model, as_training, coerce
 from ..inputs.specs import Cluster, Model, Training, resolve_training
 from ..results.recommendation import Recommendation
 from .bounds import bounds
-from .choose import meets, pareto_front, verdict
+from .choose import fronts, meets, verdict
 from .counts import parse_counts, tiling_counts
 from .goal import Goal, GpuType, as_budget, as_deadline_days, as_gpu_types, as_tokens
 from .prices import Prices, as_prices
@@ -181,7 +181,7 @@ def _infeasible(rec: Recommendation, count: int, batch: int) -> tuple[str, str]:
 def _plan(model: Model, resolved: Training, run: _Run, goal: Goal, drafts: list[CapacityOption],
           rejected: list[Rejected], types: list[GpuType], tried: int) -> CapacityPlan:
     drafts = [d.model_copy(update={"meets": meets(d, goal)}) for d in drafts]
-    front = pareto_front(drafts)
+    front = fronts(drafts, run.prices is not None)
     options = [d.model_copy(update={"pareto": i in front}) for i, d in enumerate(drafts)]
     chosen = verdict(options, goal)
     pick = None

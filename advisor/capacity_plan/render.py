@@ -47,9 +47,10 @@ def _table(plan, all_counts: bool) -> list[str]:
     picked = plan.pick.option if plan.pick is not None else None
     shown = [o for o in plan.options if all_counts or o.pareto or o == picked
              or (plan.shortfall is not None and o == plan.shortfall.closest)]
+    front = "the Pareto front of days against cost" if money else \
+        "each GPU type's Pareto front of days against GPU-hours"
     what = "every option" if all_counts else \
-        f"the Pareto front of days against {'cost' if money else 'GPU-hours'} and the pick; --all-counts lists " \
-        f"all {plan.counts_tried:,} counts tried"
+        f"{front}, and the pick; --all-counts lists all {plan.counts_tried:,} counts tried"
     width = max([len("layout"), *(len(o.layout) for o in shown)])
     head = (f"  {'':1} {'GPU':<15} {'GPUs':>6} {'layout':<{width}} {'batch':>6} {'step s':>8} {'MFU':>6} "
             f"{'goodput':>7} {'days':>10} {'GPU-hours':>12}" + (f" {plan.currency:>13}" if money else "") + "  meets")
@@ -82,9 +83,9 @@ def plan_text(plan, all_counts: bool = False) -> str:
         rec = plan.pick.recommendation
         lines.append(f"  layout: {rec.layout.id} on {rec.framework}, {rec.estimates.memory.total / 2**30:.1f} of "
                      f"{rec.estimates.memory.capacity / 2**30:.1f} GiB per GPU, step {rec.estimates.step_time:.2f} s, "
-                     f"MFU {rec.estimates.mfu:.1%}; the recommendation's trace explains it "
-                     f"(advisor recommend --gpus {plan.pick.option.gpus} --global-batch "
-                     f"{plan.pick.option.global_batch_size})")
+                     f"MFU {rec.estimates.mfu:.1%}; its trace says why (JSON: pick.recommendation; or "
+                     f"advisor explain ... --gpu {plan.pick.option.gpu} --gpus {plan.pick.option.gpus} "
+                     f"--global-batch {plan.pick.option.global_batch_size})")
     lines += ["", "What bounds scaling:"]
     for bound in plan.bounds:
         lines.append(f"  - {bound.name}: {bound.text}" + (f" [{bound.source}]" if bound.source else ""))

@@ -65,8 +65,8 @@ class CapacityOption(_Frozen):
     meets: bool
     """Meets every constraint given (the deadline and the budget); True when none is given."""
     pareto: bool
-    """On the Pareto front of days against cost (GPU-hours without prices): nothing else is both
-    faster and cheaper."""
+    """On the Pareto front of days against cost: no other option is both faster and cheaper. Without
+    prices, the front of its own GPU type in GPU-hours (an hour of one type is not an hour of another)."""
     limited_by: str
     """What costs this option most besides compute: the bubble, exposed communication, the optimizer
     step or interruptions, with its share; "compute" when each is under 10%."""
