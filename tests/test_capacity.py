@@ -8,6 +8,7 @@ does. The sweep's worker processes give the same plan as the serial path.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import math
@@ -399,3 +400,32 @@ def test_plot_draws_svg_and_png_without_a_display(tmp_path, plan):
     unmet = capacity(**SMALL, deadline=1, budget=10)
     plot_plan(unmet, tmp_path / "unmet.svg")                # no pick: the lines, no star
     assert b"deadline 1.0 days" in (tmp_path / "unmet.svg").read_bytes()
+
+
+CAPACITY_VOCABULARY = {
+    "--tokens": ["1T", "300B", "0", "-1", "lots", "1e30"],
+    "--gpu": ["H100", "A100-40GB", "GB200", "TPU", ""],
+    "--gpus": ["8", "1..8", "12", "0", "9..1", "8,x", str(2**70)],
+    "--deadline": ["30", "6 weeks", "0", "soon", "inf"],
+    "--budget": ["50000", "-1", "nan", "cheap"],
+    "--max-batch-tokens": ["16M", "1", "x"],
+    "--restart-minutes": ["10", "-1", "nan"],
+    "--checkpoint-bandwidth": ["200 MB/s", "80 GHz"],
+    "--global-batch": ["64", "0"],
+    "--precision": ["bf16", "fp8"],
+    "--workers": ["1", "0", "65"],
+}
+
+
+@settings(max_examples=25, deadline=None)
+@given(picks=st.lists(st.sampled_from(sorted(CAPACITY_VOCABULARY)), max_size=3, unique=True), data=st.data())
+def test_cli_fuzz_exits_0_1_or_2_with_json_always(picks, data):
+    argv = ["capacity", "--model", "llama-3-8b", "--tokens", "1T", "--gpus", "8", "--workers", "1", "--json"]
+    for flag in picks:
+        argv += [flag, data.draw(st.sampled_from(CAPACITY_VOCABULARY[flag]))]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    assert code in (0, 1, 2), (argv, code, err.getvalue())
+    assert "Traceback" not in err.getvalue() + out.getvalue()
+    json.loads(out.getvalue())

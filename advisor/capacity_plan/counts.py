@@ -59,11 +59,16 @@ def parse_counts(value: Any) -> CountSpec:
             if low > high:
                 raise InputError("gpus", value, "a range whose first count is at most its last", f"{low} > {high}")
             return CountSpec(low, high, None)
-        value = [part for part in value.split(",") if part.strip()] if "," in value else [value]
+        if "," not in value:
+            number = _count(value.strip(), value)
+            return CountSpec(number, number, (number,))
+        given, value = value, [part for part in value.split(",") if part.strip()]
+    else:
+        given = value
     if isinstance(value, (list, tuple)):
         if not value or len(value) > 4096:
             raise InputError("gpus", value if len(value) <= 8 else f"{len(value)} counts", "1 to 4096 counts")
-        counts = tuple(sorted({_count(v.strip() if isinstance(v, str) else v, value) for v in value}))
+        counts = tuple(sorted({_count(v.strip() if isinstance(v, str) else v, given) for v in value}))
         return CountSpec(counts[0], counts[-1], counts)
     number = _count(value, value)
     return CountSpec(number, number, (number,))

@@ -62,19 +62,20 @@ class Scaling(BaseModel):
     global batch and doubles with the GPU count until each GPU has one sequence per step, never past
     this. None: 16M tokens, Llama 3 405B's final batch (arXiv 2407.21783 §3.4.1), when the global
     batch is not given; the given batch itself (it stays fixed) when it is."""
-    interruptions_per_gpu_day: float = Field(LLAMA3_INTERRUPTIONS / (LLAMA3_DAYS * LLAMA3_GPUS), ge=0, le=1)
+    interruptions_per_gpu_day: float = Field(LLAMA3_INTERRUPTIONS / (LLAMA3_DAYS * LLAMA3_GPUS), ge=0, le=1,
+                                             allow_inf_nan=False)
     """Job interruptions per GPU per day; a job of N GPUs stops N times as often. Default: Llama 3's 466
     interruptions in 54 days on 16,384 H100s (arXiv 2407.21783 §3.3.4), 5.3e-4."""
-    restart_minutes: float = Field(10.0, ge=0, le=24 * 60)
+    restart_minutes: float = Field(10.0, ge=0, le=24 * 60, allow_inf_nan=False)
     """Minutes from an interruption to training again (detect, reschedule, initialise, load the
     checkpoint). An assumption: recovery systems with standby machines report 20 s at 1,024 GPUs
     (TrainMover, arXiv 2412.12636) and 150 s at 4,800 devices (FlashRecovery, arXiv 2509.03047);
     a plain scheduler restart takes minutes more. Daly (2006, FGCS 22(3)) evaluates 10 minutes."""
     checkpoint_bandwidth: Annotated[float, BeforeValidator(_rate)] = Field(
-        _LLAMA3_STORAGE_BYTES_PER_S / LLAMA3_GPUS, gt=0)
+        _LLAMA3_STORAGE_BYTES_PER_S / LLAMA3_GPUS, gt=0, allow_inf_nan=False)
     """Storage write bandwidth per GPU while a checkpoint is saved (training waits for it). Default:
     Llama 3's 2 TB/s sustained storage over 16,384 GPUs, about 122 MB/s (arXiv 2407.21783 §3.3.1)."""
-    checkpoint_interval_minutes: float | None = Field(None, gt=0, le=7 * 24 * 60)
+    checkpoint_interval_minutes: float | None = Field(None, gt=0, le=7 * 24 * 60, allow_inf_nan=False)
     """Minutes between checkpoints. None: Young's optimum sqrt(2 x save time x mean time between
     interruptions) (Young 1974, CACM 17(9)), at least one step."""
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import threading
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, Callable, NamedTuple
@@ -65,6 +66,12 @@ def _chunk(args: RecommendArgs, chunk: list[tuple[int, Scenario]]) -> list[tuple
     return [(index, _one(args, scenario)) for index, scenario in chunk]
 
 
+def _worker_init() -> None:
+    """A worker leaves Ctrl-C to the process that started it, which cancels what is left and waits
+    for the chunks under way: no worker dies mid-chunk with a traceback of its own."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _cpus() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -110,7 +117,7 @@ def run_scenarios(args: RecommendArgs, scenarios: list[Scenario], *, workers: in
     size = max(1, min(16, len(rest) // (processes * 8)))
     chunks = [rest[i:i + size] for i in range(0, len(rest), size)]
     context = multiprocessing.get_context("fork" if _can_fork() else "spawn")
-    with ProcessPoolExecutor(max_workers=processes, mp_context=context) as pool:
+    with ProcessPoolExecutor(max_workers=processes, mp_context=context, initializer=_worker_init) as pool:
         futures = [pool.submit(_chunk, args, chunk) for chunk in chunks]
         try:
             for future in as_completed(futures):
@@ -119,8 +126,7 @@ def run_scenarios(args: RecommendArgs, scenarios: list[Scenario], *, workers: in
                 done += len(future.result())
                 _tell(progress, done, total)
         except BaseException:
-            for future in futures:
-                future.cancel()
+            pool.shutdown(wait=True, cancel_futures=True)
             raise
     return outcomes
 
