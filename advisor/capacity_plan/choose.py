@@ -1,11 +1,17 @@
 """Which options meet the goal, the Pareto front of days against cost, and the pick with why: the
 cheapest option that meets the deadline (within the budget, when one is given too), or the fastest
-within the budget. Without prices, cost is GPU-hours, the same for every GPU type."""
+within the budget. Without prices, cost is GPU-hours, the same for every GPU type.
+
+Costs (or days) within NEAR_TIE of the best are ties, as the planner treats step times: the estimate
+is not more precise than that. Among tied options the pick is the one with the fewest GPUs (the
+smallest allocation that does the job: a data-parallel run costs nearly the same at 32 GPUs and at
+2,048, and the question is how many are needed)."""
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
+from ..planner.ranking import NEAR_TIE
 from .goal import Goal
 from .result import CapacityOption, Shortfall
 
@@ -80,6 +86,21 @@ def _fastest(options: list[CapacityOption], indices) -> int:
     return min(indices, key=lambda i: (options[i].days, money(options[i]), options[i].gpus, options[i].gpu))
 
 
+def _fewest_near(options: list[CapacityOption], indices, best: int, measure) -> int:
+    """Among `indices` within NEAR_TIE of `best` by `measure`, the fewest GPUs (then the lower measure)."""
+    ties = [i for i in indices if measure(options[i]) <= measure(options[best]) * (1 + NEAR_TIE)]
+    return min(ties, key=lambda i: (options[i].gpus, measure(options[i]), options[i].gpu))
+
+
+def _tie_note(options: list[CapacityOption], chosen: int, best: int, what: str, unit: str) -> str:
+    if chosen == best:
+        return ""
+    b = options[best]
+    value = fmt_days(b.days) if what == "days" else fmt_money(money(b), unit)
+    return (f" ({label(b)} is {value}, within the estimate's {NEAR_TIE:.0%}: of such near ties, the fewest "
+            "GPUs)")
+
+
 def _constraint_text(goal: Goal) -> str:
     parts = []
     if goal.deadline_days is not None:
@@ -105,17 +126,20 @@ def verdict(options: list[CapacityOption], goal: Goal) -> Verdict:
     hours = " (without prices, GPU-hours of different GPU types count alike)" \
         if unit == "GPU-hours" and len({o.gpu for o in options}) > 1 else ""
     if goal.deadline_days is not None:
-        best = _cheapest(options, good)
+        cheapest = _cheapest(options, good)
+        best = _fewest_near(options, good, cheapest, money)
         why = f"the cheapest{hours} of the {len(good)} options that meet {_constraint_text(goal)}: " \
-              f"{_summary(options[best], unit)}"
-        cheaper = [i for i in range(len(options)) if money(options[i]) < money(options[best])]
+              f"{_summary(options[best], unit)}" + _tie_note(options, best, cheapest, "cost", unit)
+        cheaper = [i for i in range(len(options)) if not options[i].meets and money(options[i]) < money(options[best])]
         if cheaper:
             near = _fastest(options, cheaper)
             why += f". The fastest cheaper option, {label(options[near])}, takes {fmt_days(options[near].days)}"
         return Verdict(best, why, None)
-    best = _fastest(options, good)
-    why = f"the fastest of the {len(good)} options within {_constraint_text(goal)}: {_summary(options[best], unit)}"
-    faster = [i for i in range(len(options)) if options[i].days < options[best].days]
+    fastest = _fastest(options, good)
+    best = _fewest_near(options, good, fastest, lambda o: o.days)
+    why = f"the fastest of the {len(good)} options within {_constraint_text(goal)}: " \
+          f"{_summary(options[best], unit)}" + _tie_note(options, best, fastest, "days", unit)
+    faster = [i for i in range(len(options)) if not options[i].meets and options[i].days < options[best].days]
     if faster:
         near = _cheapest(options, faster)
         why += (f". The cheapest faster option, {label(options[near])}, costs "
