@@ -12,6 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
+from ..auditor import call_options
+from ..costmodel.assumptions import as_assumptions
 from ..errors import InputError
 from ..inputs.coerce import as_model, as_training, coerce
 from ..inputs.specs import Cluster, Model, Training, resolve_training
@@ -28,7 +30,7 @@ from .sweep import Outcome, RecommendArgs, Scenario, run_scenarios
 __all__ = ["capacity"]
 
 MAX_SCENARIOS = 100_000
-"""GPU types x counts one call may try (the CLI's --all-counts over 64 types stays far below)."""
+"""GPU types x counts one call may try (64 types at their default counts are ~1,500)."""
 _MAX_BATCH_SEQS = 1 << 24          # Training.global_batch_size's bound
 _SHARE_WORTH_NAMING = 0.10
 
@@ -76,7 +78,8 @@ def capacity(model: Any, *, tokens: Any, gpu: Any = "H100-SXM-80GB", gpus: Any =
         for gpu_type in types:
             price_table.per_gpu_hour(gpu_type.name)
     tried, scenarios, rejected = _scenarios(types, parse_counts(gpus), run, given)
-    args = RecommendArgs(model, rules or (), engine, assumptions)
+    paths, engine = call_options(rules, engine)              # bad rules or engine: one error, before the sweep
+    args = RecommendArgs(model, paths, engine, as_assumptions(assumptions))
     outcomes = run_scenarios(args, scenarios, workers=workers, progress=progress)
     counted = len(tried) + len(rejected)            # the counts refused before any recommend, and the rest
     drafts = []
@@ -104,10 +107,13 @@ def _run_setup(model: Model, given: Training, resolved: Training, tokens: int, s
 
 
 def _scenarios(types: list[GpuType], spec, run: _Run, given: Training):
+    counts = [tiling_counts(spec, t.probe.gpus_per_node, t.probe.nvlink_domain) for t in types]
+    if sum(map(len, counts)) > MAX_SCENARIOS:
+        raise InputError("gpus", f"{sum(map(len, counts))} GPU types x counts", f"at most {MAX_SCENARIOS}")
     tried, scenarios, rejected = [], [], []
-    for gpu_type in types:
+    for gpu_type, its_counts in zip(types, counts):
         probe = gpu_type.probe
-        for count in tiling_counts(spec, probe.gpus_per_node, probe.nvlink_domain):
+        for count in its_counts:
             if count > probe.gpus_per_node and count % probe.gpus_per_node:
                 rejected.append(Rejected(gpu=gpu_type.name, gpus=count, reason="not-whole-nodes",
                                          why=f"{count} GPUs are not whole nodes of {probe.gpus_per_node}"))
@@ -119,8 +125,6 @@ def _scenarios(types: list[GpuType], spec, run: _Run, given: Training):
             training = given.model_copy(update={"global_batch_size": batch})     # recommend resolves the rest
             tried.append(_Tried(gpu_type, count, batch))
             scenarios.append(Scenario(Cluster(**fields), training))
-    if len(tried) > MAX_SCENARIOS:
-        raise InputError("gpus", f"{len(tried)} GPU types x counts", f"at most {MAX_SCENARIOS}")
     return tried, scenarios, rejected
 
 

@@ -62,7 +62,7 @@ def _table(plan, all_counts: bool) -> list[str]:
 def _rejected(plan, all_counts: bool) -> list[str]:
     if not plan.rejected:
         return []
-    lines = [f"Rejected ({len(plan.rejected):,} counts):"]
+    lines = [f"Rejected ({len(plan.rejected):,} count{'' if len(plan.rejected) == 1 else 's'}):"]
     if all_counts:
         return lines + [f"  - {r.gpus:,} x {r.gpu} ({r.reason}): {r.why}" for r in plan.rejected]
     for (gpu, reason), group in groupby(sorted(plan.rejected, key=lambda r: (r.gpu, r.reason, r.gpus)),

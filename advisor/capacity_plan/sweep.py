@@ -18,7 +18,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, Callable, NamedTuple
 
 from ..api import recommend
-from ..errors import AdvisorError, InputError
+from ..errors import InputError
 from ..inputs.specs import Cluster, Model, Training
 from ..results.recommendation import Recommendation
 
@@ -47,17 +47,18 @@ class RecommendArgs(NamedTuple):
 
 
 class Outcome(NamedTuple):
-    """A scenario's recommendation, or the advisor error that refused it."""
+    """A scenario's recommendation, or the input error that refused it at this GPU type and count
+    (a precision the GPU cannot run); other errors (a rule file, the engine) end the sweep."""
 
     recommendation: Recommendation | None
-    error: AdvisorError | None
+    error: InputError | None
 
 
 def _one(args: RecommendArgs, scenario: Scenario) -> Outcome:
     try:
         rec = recommend(scenario.cluster, args.model, scenario.training, rules=args.rules, engine=args.engine,
                         assumptions=args.assumptions)
-    except AdvisorError as exc:
+    except InputError as exc:
         return Outcome(None, exc)
     return Outcome(rec, None)
 
