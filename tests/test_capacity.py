@@ -29,7 +29,7 @@ from advisor.capacity_plan.scaling import (LLAMA3_DAYS, LLAMA3_INTERRUPTIONS, ba
                                            goodput_at, peak_flops_for)
 from advisor.cli import _ProgressBar, main
 from advisor.planner.ranking import NEAR_TIE
-from advisor.errors import InputError
+from advisor.errors import InputError, RuleFileError
 
 SMALL = dict(model="llama-3-8b", tokens="1T", gpu="H100", gpus="8..64", workers=1)
 
@@ -254,6 +254,24 @@ def test_rejections_say_why():
     starved = capacity("llama-3-8b", tokens="1T", gpu="H100", gpus=[4096], workers=1,
                        training={"global_batch_size": 1, "seq_len": 8192})
     assert starved.rejected[0].reason == "batch-too-small" and "1 sequences" in starved.rejected[0].why
+
+
+def test_bad_rules_engine_or_assumptions_fail_once_before_the_sweep(tmp_path):
+    bad = tmp_path / "site.toml"
+    bad.write_text('[[rule]]\nid = "x"\n')
+    with pytest.raises(RuleFileError):
+        capacity(**SMALL, rules=[bad])
+    with pytest.raises(InputError):
+        capacity(**SMALL, assumptions={"nope": 1})
+    with pytest.raises(InputError):
+        capacity(**SMALL, engine="clips")
+
+
+def test_a_gpu_that_cannot_run_the_precision_is_rejected_with_the_rule():
+    plan = capacity("llama-3-8b", tokens="1T", gpu=["A100-80GB", "H100"], gpus=[8], training={"precision": "fp8"},
+                    workers=1)
+    assert [o.gpu for o in plan.options] == ["H100-SXM-80GB"]
+    assert plan.rejected[0].reason == "no-legal-layout" and "fp8" in plan.rejected[0].why
 
 
 def test_a_stated_batch_stays_fixed_and_the_default_one_grows():
