@@ -161,3 +161,35 @@ def test_the_host_floor_leaves_a_large_layer_alone():
     on = advisor.estimate(Cluster(gpu="H100", gpus=64), "llama-3-70b", lay, tr)
     off = advisor.estimate(Cluster(gpu="H100", gpus=64), "llama-3-70b", lay, tr, Assumptions(host_floor=False))
     assert off.compute_time <= on.compute_time < 1.01 * off.compute_time
+
+
+# ------------------------------------------------------------------------------ measured collectives
+
+def test_measured_collectives_replace_the_assumed_nvlink_share():
+    """A profile measured under torchrun on one node carries the bus bandwidth of its collectives:
+    bulk ones time TP and DP traffic inside the NVLink domain, all-to-all the MoE exchange, instead
+    of Assumptions' shares of the link."""
+    from advisor.inputs.profile import Collective
+    slow = shipped_profile().model_copy(update={"name": "node", "collectives": (
+        Collective(op="all_reduce", ranks=8, bytes=(1e6, 2.7e8), bus_bandwidth=(5e10, 1.8e11)),
+        Collective(op="all_to_all", ranks=8, bytes=(1e6, 2.7e8), bus_bandwidth=(4e10, 9e10)))})
+    lay, tr = Layout(tp=8, sp=True, zero_stage=1), Training(seq_len=8192, global_batch_size=64)
+    base = advisor.estimate(Cluster(gpu="H100", gpus=8), "llama-3-8b", lay, tr)
+    node = advisor.estimate(Cluster(gpu="H100", gpus=8, profile=slow), "llama-3-8b", lay, tr)
+    assumed = 450e9 * Assumptions().nvlink_efficiency          # H100: 900 GB/s both ways
+    assert node.comm.tp.bytes == base.comm.tp.bytes
+    lat = base.comm.tp.seconds - base.comm.tp.bytes / assumed    # the calls' latency, the same in both
+    assert node.comm.tp.seconds - lat == pytest.approx(base.comm.tp.bytes / 1.8e11, rel=1e-6)
+    moe = Layout(ep=8, etp=1, zero_stage=1)
+    a = advisor.estimate(Cluster(gpu="H100", gpus=8), "mixtral-8x7b", moe, tr)
+    b = advisor.estimate(Cluster(gpu="H100", gpus=8, profile=slow), "mixtral-8x7b", moe, tr)
+    assert b.comm.ep.seconds > a.comm.ep.seconds       # 90 GB/s measured < 0.55 x 450 GB/s assumed
+
+
+def test_a_head_dim_between_the_measured_ones_interpolates():
+    p = shipped_profile()
+    lo = p.attention_efficiency("cudnn", 64, 1e11, 4096)
+    hi = p.attention_efficiency("cudnn", 128, 1e11, 4096)
+    mid = p.attention_efficiency("cudnn", 96, 1e11, 4096)
+    assert min(lo, hi) < mid < max(lo, hi)
+    assert p.attention_efficiency("cudnn", 256, 1e11, 4096) == hi      # beyond the table: the nearest

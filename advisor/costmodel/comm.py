@@ -67,11 +67,22 @@ def ring(c: Ctx, A, nbytes: float, n: int, stride: int):
         per_unit = (n - 1) / n * nbytes
         intra = (k - 1) / k * per_unit
         inter = per_unit / k
-        t_nvl = intra / (c.nvlink_bw * A.nvlink_efficiency)
+        t_nvl = intra / nvlink_rate(c, A)
         t_net = inter / (c.net_bw * A.network_efficiency)
         return (True, per_unit, t_nvl if t_nvl > t_net else t_net, None,
                 A.latency_network + (N - 1) * A.ring_hop_latency)
-    return False, (k - 1) / k * nbytes, None, c.nvlink_bw * A.nvlink_efficiency, A.latency_nvlink
+    return False, (k - 1) / k * nbytes, None, nvlink_rate(c, A), A.latency_nvlink
+
+
+def nvlink_rate(c: Ctx, A) -> float:
+    """Bytes/s a bulk collective reaches inside the NVLink domain: the profile's measurement where it
+    has one (`advisor measure` under torchrun), else Assumptions.nvlink_efficiency of the link."""
+    return c.nvl_rate or c.nvlink_bw * A.nvlink_efficiency
+
+
+def ep_nvlink_rate(c: Ctx, eff: float) -> float:
+    """The same for the MoE all-to-all: the profile's all-to-all measurement, else `eff` of the link."""
+    return c.nvl_a2a_rate or c.nvlink_bw * eff
 
 
 def run_ring(r, units: float, calls: float = 1.0):
@@ -86,7 +97,7 @@ def run_ring(r, units: float, calls: float = 1.0):
 
 
 def p2p(c: Ctx, A, nbytes: float, network: bool, calls: float = 1.0):
-    bw = (c.net_bw * A.network_efficiency) if network else (c.nvlink_bw * A.nvlink_efficiency)
+    bw = (c.net_bw * A.network_efficiency) if network else nvlink_rate(c, A)
     return nbytes / bw + calls * (A.latency_network if network else A.latency_nvlink)
 
 
@@ -99,8 +110,8 @@ def alltoall(c: Ctx, A, nbytes: float, n: int, stride: int, calls: float = 1.0, 
     k = local_members(n, stride, c.domain)
     intra = nbytes * (k - 1) / n
     inter = nbytes * (n - k) / n
-    eff = A.nvlink_efficiency if nvl_eff is None else nvl_eff
-    sec = max(intra / (c.nvlink_bw * eff), inter / (c.net_bw * A.network_efficiency) if inter else 0.0)
+    rate = nvlink_rate(c, A) if nvl_eff is None else ep_nvlink_rate(c, nvl_eff)
+    sec = max(intra / rate, inter / (c.net_bw * A.network_efficiency) if inter else 0.0)
     net = inter > 0
     sec += calls * (A.latency_network if net else A.latency_nvlink)
     return intra + inter, sec, net
@@ -371,7 +382,7 @@ def _deepep(c: Ctx, A, payload: float):
         return alltoall(c, A, payload * per_rank, n, c.etp, nvl_eff=A.ep_nvlink_efficiency)
     nvlink = payload * per_rank * (k - 1) / k        # sent directly in this domain, or forwarded on arrival
     inter = payload * (n - k) / n * node_dedup(c.experts, c.topk, nodes, c.router_groups, c.router_group_topk)
-    sec = max(nvlink / (c.nvlink_bw * A.ep_nvlink_efficiency), inter / (c.net_bw * A.network_efficiency))
+    sec = max(nvlink / ep_nvlink_rate(c, A.ep_nvlink_efficiency), inter / (c.net_bw * A.network_efficiency))
     return nvlink + inter, sec + A.latency_network, True
 
 

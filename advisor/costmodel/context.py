@@ -135,6 +135,8 @@ class Ctx:
     peak_fp4: float
     hbm: float
     nvlink_bw: float     # unidirectional per GPU
+    nvl_rate: float | None      # measured bus bandwidth of bulk collectives in the NVLink domain (Profile.collectives)
+    nvl_a2a_rate: float | None  # the same of all-to-all; None: Assumptions' efficiencies of nvlink_bw
     net_bw: float        # unidirectional per GPU
     domain: int
     gpus_per_node: int
@@ -211,6 +213,7 @@ def _static(cluster, model, training) -> tuple:
         else:
             hyb = (0, 0, 0, 0, 0, 1, 0, 1, "M")
     g = cluster.gpu
+    prof = cluster.profile or profile_for(g)
     peak = g.peak_flops
     rec = recipe(training.precision)
     frozen = training.task in FROZEN_BASE_TASKS
@@ -219,7 +222,7 @@ def _static(cluster, model, training) -> tuple:
         seq_attn=_packed_span(_attended_span(model, training.seq_len), training),
         precision=training.precision, gemm=rec.gemm, weight_copies=rec.weight_copies,
         lowp_bytes=rec.value_bytes + rec.scale_bytes if rec.low_precision else 0.0, flash=training.flash_attention, seq=training.seq_len,
-        cuda_graphs=training.cuda_graphs, prof=cluster.profile or profile_for(cluster.gpu), mla_dims=mla_dims,
+        cuda_graphs=training.cuda_graphs, prof=prof, mla_dims=mla_dims,
         L=model.layers, h=h, a=a, kv=kv, wq=wq, wk=wk, wv=wv, wo=wo, latent=latent,
         f=model.ffn_hidden, f_moe=model.moe_ffn_hidden or model.ffn_hidden,
         gated=model.activation == "swiglu", experts=model.experts, topk=model.experts_per_token,
@@ -237,6 +240,8 @@ def _static(cluster, model, training) -> tuple:
         capacity=g.memory, peak=peak, peak_fp8=g.peak_flops_fp8 or peak,
         peak_fp4=g.peak_flops_fp4 or g.peak_flops_fp8 or peak, hbm=hbm_bandwidth(g),
         nvlink_bw=cluster.intra_node_bandwidth / 2.0, net_bw=cluster.inter_node_bandwidth,
+        nvl_rate=_measured_rate(prof, ("all_reduce", "all_gather", "reduce_scatter"), cluster),
+        nvl_a2a_rate=_measured_rate(prof, ("all_to_all",), cluster),
         domain=cluster.nvlink_domain, gpus_per_node=cluster.gpus_per_node,
         host_per_gpu=cluster.host_memory_per_node / cluster.gpus_in_node, host_bw=g.host_bandwidth,
         nvme_per_gpu=cluster.nvme_per_node / cluster.gpus_in_node if cluster.nvme_per_node is not None else None,
@@ -248,6 +253,13 @@ def _static(cluster, model, training) -> tuple:
         _STATIC.clear()
     _STATIC[key] = (cluster, model, training, value)
     return value
+
+
+def _measured_rate(prof, ops: tuple, cluster) -> float | None:
+    """A profile's measured bus bandwidth of `ops` inside the NVLink domain, never above the link's
+    unidirectional bandwidth; None without a measurement."""
+    rate = prof.bus_bandwidth(ops)
+    return None if rate is None else min(rate, cluster.intra_node_bandwidth / 2.0)
 
 
 def _attended_span(model, seq: int) -> float:

@@ -162,12 +162,12 @@ def executed_flops_per_step(c: Ctx, A) -> float:
     extra = _selective_extra(c, A)
     if c.frozen:   # no weight-gradient GEMMs for the frozen linears; the adapters run fwd + bwd (+ recompute)
         adapters = adapter_forward_flops(c, c.L - n_moe, n_moe) * lin_mul
-        rec = 0.0 if extra is None else (c.L - n_moe) * extra[0] + n_moe * extra[1]
+        rec = 0.0 if extra is None else (c.L - n_moe) * extra.flops_dense + n_moe * extra.flops_moe
         return (lin * (lin_mul - 1.0) + adapters + rec + attn * attn_mul + 2.0 * 2.0 * c.h * c.vpad) * c.gbs * c.seq
     if extra is None:
         return (lin * lin_mul + attn * attn_mul + 3.0 * 2.0 * c.h * c.vpad) * c.gbs * c.seq
     # selective recompute_modules beyond core_attn: their GEMMs run forward once more
-    rec = n_dense * extra[0] + n_moe * extra[1]
+    rec = n_dense * extra.flops_dense + n_moe * extra.flops_moe
     return (lin * lin_mul + rec + attn * attn_mul + 3.0 * 2.0 * c.h * c.vpad) * c.gbs * c.seq
 
 
@@ -298,7 +298,29 @@ def _cast_bytes_per_layer(c: Ctx) -> tuple[float, float]:
     return dense * per_elem, moe * per_elem
 
 
-def _selective_extra(c: Ctx, A) -> tuple | None:
+class SelectiveExtra(NamedTuple):
+    """What selective recompute's modules beyond core_attn run once more, per dense and per MoE layer:
+    forward FLOPs per token, GEMM calls, element-wise bytes per token on one rank."""
+
+    flops_dense: float
+    flops_moe: float
+    calls_dense: float
+    calls_moe: float
+    bytes_dense: float
+    bytes_moe: float
+
+
+class Elementwise(NamedTuple):
+    """Bytes per token the element-wise kernels of a layer move on one rank (the stored activations
+    they are counted by), the recompute factor, and the last stage's logits bytes."""
+
+    dense: float
+    moe: float
+    recompute_factor: float
+    logits: float
+
+
+def _selective_extra(c: Ctx, A) -> SelectiveExtra | None:
     """What Layout.recompute == "selective" runs once more in the backward for the modules of
     `A.recompute_modules` other than "core_attn" (that one is _recompute_factors' attention
     multiplier 4 and the softmax's forward share): per dense and per MoE layer, (forward FLOPs per
@@ -395,7 +417,7 @@ def _selective_extra(c: Ctx, A) -> tuple | None:
                 ew_moe += act * c.f_moe * c.shared / t
             if "moe_act" in mods:
                 ew_moe += 2.0 * c.f_moe * c.topk / t  # activation output (FC2 input), 2 f_moe per routed copy
-    return f_dense, f_moe, calls_dense, calls_moe, ew_dense, ew_moe
+    return SelectiveExtra(f_dense, f_moe, calls_dense, calls_moe, ew_dense, ew_moe)
 
 
 def _ep_per_microbatch(c: Ctx, A, n_moe: int, plan: tuple | None = None):
@@ -427,9 +449,9 @@ class ComputePlan(NamedTuple):
     fwd_rate: float        # FLOP/s of the layer's forward GEMMs: selective recompute's extra forward
     logits: float          # the output layer's GEMMs (last stage)
     logits_flops: float
-    elementwise: tuple | None   # (dense, MoE bytes per token, recompute factor, logits bytes), or None
+    elementwise: Elementwise | None   # None without an element-wise term
     ew_rate: float         # HBM bytes/s equivalent the element-wise bytes are timed at
-    extra: tuple | None    # _selective_extra
+    extra: SelectiveExtra | None
     cast_dense: float
     cast_moe: float
     hbm: float             # bytes/s of the unfused softmax chain, QLoRA dequantisation and casts
@@ -458,13 +480,13 @@ def _compute_plan(c: Ctx, A) -> ComputePlan:
     if c.stack == "eager" and c.hyb is None:
         per_dense, per_moe = eager_stored_bytes(c)
         logits = A.logits_bytes_other * c.vpad / c.tp
-        elementwise = per_dense, per_moe, (4.0 / 3.0 if full else 1.0), logits
+        elementwise = Elementwise(per_dense, per_moe, 4.0 / 3.0 if full else 1.0, logits)
         ew_rate = c.hbm / c.prof.elementwise
     else:
         if A.elementwise_traffic:
             per_dense, per_moe = _elementwise_bytes_per_layer(c)
             logits = (A.logits_bytes_megatron if c.megatron else A.logits_bytes_other) * c.vpad / c.tp
-            elementwise = per_dense, per_moe, (4.0 / 3.0 if full else 1.0), logits
+            elementwise = Elementwise(per_dense, per_moe, 4.0 / 3.0 if full else 1.0, logits)
         ew_rate = hbm / A.elementwise_traffic if A.elementwise_traffic else hbm
     cast_dense, cast_moe = _cast_bytes_per_layer(c)
     fwd_flops = p.attention.flops + p.mlp.flops
@@ -532,7 +554,7 @@ def _stage_compute(c: Ctx, A, n_dense: int, n_moe: int, last: bool, plan: Comput
         if n_m:     # the linear mixers' scans (ssd_flops_per_token), forward + backward (+ recompute)
             attn_t += n_m * ssd_flops_per_token(c) * P.attn_mul * tokens / P.scan_rate
     if P.extra is not None:   # selective recompute_modules beyond core_attn (_selective_extra)
-        extra_f = (n_dense * P.extra[0] + n_moe * P.extra[1]) * tokens
+        extra_f = (n_dense * P.extra.flops_dense + n_moe * P.extra.flops_moe) * tokens
         lin_f += extra_f
         lin_t += extra_f / P.fwd_rate
     if A.expert_gemm_overhead and c.experts > 1:
@@ -552,7 +574,7 @@ def _stage_compute(c: Ctx, A, n_dense: int, n_moe: int, last: bool, plan: Comput
             ew = sum(n * x for n, x in zip(kinds, traffic))
         ew = ew * recompute_factor
         if P.extra is not None:   # one more forward of the recomputed modules' kernels: 1/3 of fwd + bwd
-            ew += (n_dense * P.extra[4] + n_moe * P.extra[5]) / 3.0
+            ew += (n_dense * P.extra.bytes_dense + n_moe * P.extra.bytes_moe) / 3.0
         if last:
             ew += logits
         ew_t = ew * c.s_loc * c.b / P.ew_rate
@@ -717,7 +739,7 @@ def stage_times(c: Ctx, A, k: int, dense_params: float, expert_params: float, pl
     if extra is not None and flops > 0.0:
         # selective recompute_modules beyond core_attn (_selective_extra): their e recompute FLOPs of
         # the F executed run inside the backward too, (2/3 (F - e) + e) / F; full's e = F/4 gives 3/4
-        bwd_share += (n_dense * extra[0] + n_moe * extra[1]) * compute_plan.tokens / (3.0 * flops)
+        bwd_share += (n_dense * extra.flops_dense + n_moe * extra.flops_moe) * compute_plan.tokens / (3.0 * flops)
     g_exp = _overlapped_tail(og, comp * bwd_share, c.vpp, c.pp) if A.overlap_grad_reduce else og
     p_exp = _overlapped_tail(op, comp * (1.0 - bwd_share), c.vpp, c.pp) if A.overlap_param_gather else op
     t_mb = comp + tp[2] + cp[2] + ep[2] + pp[2] + dp_mb_exposed + _offload_exposed(c, A, k, n_layers, comp)

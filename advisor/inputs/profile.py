@@ -233,8 +233,18 @@ class Profile(_Frozen):
         if lo == hi:
             return e_lo
         e_hi = by_d[hi].at(fwd_flops, seq)
-        a = (ld - math.log2(float(lo))) / (math.log2(float(hi)) - math.log2(float(lo)))
+        a = (math.log2(head_dim) - math.log2(float(lo))) / (math.log2(float(hi)) - math.log2(float(lo)))
         return math.exp(math.log(e_lo) + a * (math.log(e_hi) - math.log(e_lo)))
+
+    def bus_bandwidth(self, ops: tuple[str, ...]) -> float | None:
+        """Measured bus bandwidth (bytes/s) of the largest message among the collectives `ops` (the
+        most ranks measured), or None when the profile has none: what a bulk collective inside the
+        NVLink domain reaches (`advisor measure` under torchrun on one node)."""
+        rows = [c for c in self.collectives if c.op in ops]
+        if not rows:
+            return None
+        widest = max(c.ranks for c in rows)
+        return max(c.bus_bandwidth[-1] for c in rows if c.ranks == widest)
 
     def gemm_table(self, fmt: str) -> tuple:
         """(peak FLOP/s, lookup) of format fmt's GEMM curve, for callers that time many GEMMs."""
