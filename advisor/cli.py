@@ -55,8 +55,7 @@ ANY_FRAMEWORK_FORMATS = ("peft",)
 
 EXIT_STATUS = {
     0: "success: a layout was recommended, the audit found no error, or a listing was printed",
-    1: "no layout fits (recommend), the audit found at least one error, or no option meets the deadline or "
-       "budget (capacity)",
+    1: "no layout fits (recommend), or the audit found at least one error",
     2: "bad input or usage: the message names the field, what was given and what is wanted",
     3: "internal error in advisor (one line; --debug or ADVISOR_DEBUG=1 shows the traceback): please report",
     4: "the output could not be written (e.g. disk full)",
@@ -220,9 +219,11 @@ def _parser() -> argparse.ArgumentParser:
     me.add_argument("--budget", type=float, default=170.0, metavar="SECONDS", help="time for the benchmarks")
     me.add_argument("--smoke", action="store_true", help="tiny sizes, CPU allowed: tests the code path only")
     _debug_arg(me)
-    _capacity_parser(sub.add_parser("capacity", help="how many GPUs of which type, how long and at what cost to "
-                                                      "train N tokens by a deadline or within a budget",
-                                     **_with_exit_status))
+    _capacity_parser(sub.add_parser(
+        "capacity", help="how many GPUs of which type, how long and at what cost to train N tokens by a deadline "
+                         "or within a budget",
+        description="Exit status 1 here: no option meets the deadline or the budget (or no count has a layout).",
+        **_with_exit_status))
     comp = sub.add_parser("completion", help='print a shell completion script: eval "$(advisor completion bash)"')
     comp.add_argument("shell", choices=["bash", "zsh"])
     _debug_arg(comp)
@@ -696,11 +697,12 @@ def _is_validation_error(exc: BaseException) -> bool:
 
 def _main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "capacity":
+        return _capacity(args)
     if args.command == "explain":
         args.explain = "full"
     handler = {"recommend": _recommend, "explain": _recommend, "audit": _audit, "presets": _presets,
-               "rules": _rules, "facts": _facts, "completion": _completion, "measure": _measure,
-               "capacity": _capacity}[args.command]
+               "rules": _rules, "facts": _facts, "completion": _completion, "measure": _measure}[args.command]
     return handler(args)
 
 
@@ -746,8 +748,9 @@ def _capacity_parser(c: argparse.ArgumentParser) -> None:
                                                     "none are shipped: without it the answer is in GPU-hours)")
     c.add_argument("--gpus-per-node", type=int, help="GPUs per server (default: each GPU preset's)")
     c.add_argument("--nvlink-domain", type=int, help="GPUs per NVLink domain (default: each GPU preset's)")
-    c.add_argument("--network-bandwidth", metavar="RATE",
-                   help='scale-out bandwidth per GPU, one direction, e.g. "200 Gbit/s" (default: each preset\'s)')
+    c.add_argument("--inter-node-bandwidth", metavar="RATE",
+                   help='scale-out network bandwidth per GPU, one direction, e.g. "200 Gbit/s" (default: each '
+                        "preset's reference server)")
     c.add_argument("--seq-len", help="tokens per sequence, e.g. 4096, 8k (default: the model's context)")
     c.add_argument("--global-batch", type=int, help="sequences per step; given, it stays fixed at every count "
                                                     "(default: about 4M tokens, growing with the count)")
@@ -791,7 +794,8 @@ def _capacity_inputs(args) -> dict:
             training[key] = value
     overrides = {key: value for key, value in (("gpus_per_node", args.gpus_per_node),
                                                  ("nvlink_domain", args.nvlink_domain),
-                                                 ("inter_node_bandwidth", args.network_bandwidth)) if value is not None}
+                                                 ("inter_node_bandwidth", args.inter_node_bandwidth))
+                 if value is not None}
     scaling = {key: value for key, value in (("max_batch_tokens", args.max_batch_tokens),
                                                ("interruptions_per_gpu_day", args.interruptions_per_gpu_day),
                                                ("restart_minutes", args.restart_minutes),
