@@ -30,6 +30,10 @@ _LAZY = {
     "Audit": ("results.audit", "Audit"),
     "Finding": ("results.audit", "Finding"),
     "Recommendation": ("results.recommendation", "Recommendation"),
+    "capacity": ("capacity_plan", "capacity"),
+    "CapacityPlan": ("capacity_plan", "CapacityPlan"),
+    "Prices": ("capacity_plan", "Prices"),
+    "Scaling": ("capacity_plan", "Scaling"),
 }
 
 __all__ = [

@@ -1,4 +1,5 @@
-"""Command line: `advisor recommend`, `advisor audit`, `advisor presets`, `advisor rules`, `advisor facts`.
+"""Command line: `advisor recommend`, `advisor audit`, `advisor capacity`, `advisor presets`, `advisor rules`,
+`advisor facts`.
 
 Exit status (EXIT_STATUS; docs/user-guide.md lists it too): 0 on success; 1 when no layout fits
 (recommend) or the audit has an error finding; 2 on bad input (the message names the field, what
@@ -218,6 +219,11 @@ def _parser() -> argparse.ArgumentParser:
     me.add_argument("--budget", type=float, default=170.0, metavar="SECONDS", help="time for the benchmarks")
     me.add_argument("--smoke", action="store_true", help="tiny sizes, CPU allowed: tests the code path only")
     _debug_arg(me)
+    _capacity_parser(sub.add_parser(
+        "capacity", help="how many GPUs of which type, how long and at what cost to train N tokens by a deadline "
+                         "or within a budget",
+        description="Exit status 1 here: no option meets the deadline or the budget (or no count has a layout).",
+        **_with_exit_status))
     comp = sub.add_parser("completion", help='print a shell completion script: eval "$(advisor completion bash)"')
     comp.add_argument("shell", choices=["bash", "zsh"])
     _debug_arg(comp)
@@ -691,6 +697,8 @@ def _is_validation_error(exc: BaseException) -> bool:
 
 def _main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "capacity":
+        return _capacity(args)
     if args.command == "explain":
         args.explain = "full"
     handler = {"recommend": _recommend, "explain": _recommend, "audit": _audit, "presets": _presets,
@@ -722,6 +730,144 @@ def _profile_table(prof) -> str:
     for label, read, unit in rows:
         lines.append(f"{label:30s} {read(prof):9.3g} {read(base):22.3g}  {unit}")
     return "\n".join(lines)
+
+
+def _capacity_parser(c: argparse.ArgumentParser) -> None:
+    """`advisor capacity`: advisor.capacity over GPU types and counts (advisor/capacity_plan/)."""
+    model = c.add_mutually_exclusive_group(required=True)
+    model.add_argument("--model", help="model preset name, e.g. llama-3-70b (see `advisor presets`)")
+    model.add_argument("--hf-config", metavar="PATH", help="a Hugging Face config.json (or its folder)")
+    c.add_argument("--tokens", required=True, help='tokens to train, e.g. 1T, 15.6T, 300B (decimal suffixes)')
+    c.add_argument("--gpu", nargs="+", default=["H100-SXM-80GB"], metavar="NAME",
+                   help="GPU types to compare (presets; default H100-SXM-80GB)")
+    c.add_argument("--gpus", help='GPU counts: a range "8..16384" (default; the counts in it that tile nodes and '
+                                  'the NVLink domain), a list "48,64,96", or one count')
+    c.add_argument("--deadline", help='days to train within: 30, "30 days", "6 weeks", "720 h"')
+    c.add_argument("--budget", help="most to spend: in the prices' currency with --prices, else in GPU-hours")
+    c.add_argument("--prices", metavar="FILE", help="a TOML file of prices per GPU-hour (schemas/prices.schema.json; "
+                                                    "none are shipped: without it the answer is in GPU-hours)")
+    c.add_argument("--gpus-per-node", type=int, help="GPUs per server (default: each GPU preset's)")
+    c.add_argument("--nvlink-domain", type=int, help="GPUs per NVLink domain (default: each GPU preset's)")
+    c.add_argument("--inter-node-bandwidth", metavar="RATE",
+                   help='scale-out network bandwidth per GPU, one direction, e.g. "200 Gbit/s" (default: each '
+                        "preset's reference server)")
+    c.add_argument("--seq-len", help="tokens per sequence, e.g. 4096, 8k (default: the model's context)")
+    c.add_argument("--global-batch", type=int, help="sequences per step; given, it stays fixed at every count "
+                                                    "(default: about 4M tokens, growing with the count)")
+    c.add_argument("--precision", choices=list(RECIPES), default="bf16", help="GEMM precision recipe")
+    c.add_argument("--cuda-graphs", action="store_true", help="the step replays CUDA graphs")
+    _finetune_args(c)
+    _stack_args(c)
+    c.add_argument("--max-batch-tokens", metavar="N", help="most tokens per step the batch may grow to, e.g. 16M "
+                                                           "(Scaling.max_batch_tokens)")
+    c.add_argument("--interruptions-per-gpu-day", type=float, metavar="RATE",
+                   help="job interruptions per GPU per day (default: Llama 3's 466 in 54 days on 16,384 H100s)")
+    c.add_argument("--restart-minutes", type=float, metavar="MIN", help="minutes from an interruption to training "
+                                                                         "again (default 10)")
+    c.add_argument("--checkpoint-interval", type=float, metavar="MIN",
+                   help="minutes between checkpoints (default: Young's optimum)")
+    c.add_argument("--checkpoint-bandwidth", metavar="RATE",
+                   help='storage write bandwidth per GPU for checkpoints, e.g. "200 MB/s" (default: 122 MB/s)')
+    c.add_argument("--rules", nargs="*", default=[], metavar="FILE", help="extra site rule files (TOML)")
+    c.add_argument("--engine", choices=["durable", "python"], help="rule engine (default: durable where it imports)")
+    c.add_argument("--assume", action="append", default=[], metavar="NAME=VALUE",
+                   help="a cost-model assumption (see advisor.Assumptions); repeatable")
+    c.add_argument("--workers", type=int, metavar="N", help="processes for the sweep (default: one per CPU for "
+                                                            "long sweeps)")
+    c.add_argument("--all-counts", action="store_true", help="list every count tried, rejected ones too")
+    c.add_argument("--plot", metavar="FILE", help="draw days against cost per GPU type and count to FILE.svg or "
+                                                  "FILE.png (needs matplotlib: pip install 'advisor[plot]')")
+    c.add_argument("--json", action="store_true", help="the plan as JSON (schemas/capacity.schema.json)")
+    _debug_arg(c)
+
+
+def _capacity_inputs(args) -> dict:
+    """advisor.capacity's keyword arguments from the command line."""
+    from .inputs.specs import Model
+
+    model = Model.from_hf_config(args.hf_config) if args.hf_config else Model.preset(args.model)
+    training = {"precision": args.precision, "cuda_graphs": args.cuda_graphs, **_finetune_fields(args)}
+    for key, value in (("seq_len", args.seq_len), ("global_batch_size", args.global_batch),
+                       ("framework", args.framework),
+                       ("framework_version", args.framework and args.framework_version)):
+        if value is not None:
+            training[key] = value
+    overrides = {key: value for key, value in (("gpus_per_node", args.gpus_per_node),
+                                                 ("nvlink_domain", args.nvlink_domain),
+                                                 ("inter_node_bandwidth", args.inter_node_bandwidth))
+                 if value is not None}
+    scaling = {key: value for key, value in (("max_batch_tokens", args.max_batch_tokens),
+                                               ("interruptions_per_gpu_day", args.interruptions_per_gpu_day),
+                                               ("restart_minutes", args.restart_minutes),
+                                               ("checkpoint_interval_minutes", args.checkpoint_interval),
+                                               ("checkpoint_bandwidth", args.checkpoint_bandwidth))
+               if value is not None}
+    return {"model": model, "tokens": args.tokens, "gpu": [{"gpu": name, **overrides} for name in args.gpu],
+            "gpus": args.gpus, "deadline": args.deadline, "budget": args.budget, "prices": args.prices,
+            "training": training, "scaling": scaling, "rules": tuple(args.rules), "engine": args.engine,
+            "assumptions": _assumptions(args.assume), "workers": args.workers}
+
+
+def _capacity(args) -> int:
+    from .capacity_plan import capacity
+
+    inputs = _capacity_inputs(args)
+    if args.plot:
+        from .capacity_plan.plot import check_plot_path
+
+        check_plot_path(args.plot)
+    bar = _ProgressBar() if not args.json and _is_tty(sys.stderr) else None
+    try:
+        plan = capacity(**inputs, progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    if args.plot:
+        from .capacity_plan.plot import plot_plan
+
+        plot_plan(plan, args.plot)
+    if args.json:
+        _emit(plan.model_dump_json(indent=2), as_json=True)
+    else:
+        _emit(plan.explain(all_counts=args.all_counts) + (f"\nwrote {args.plot}" if args.plot else ""))
+    met = plan.pick is not None or (plan.options and plan.deadline_days is None and plan.budget is None)
+    return 0 if met else 1
+
+
+def _is_tty(stream) -> bool:
+    try:
+        return stream is not None and stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+class _ProgressBar:
+    """A one-line progress bar on stderr for sweeps of more than a few seconds' work (a terminal only)."""
+
+    WIDTH = 30
+    SHOW_FROM = 40          # scenarios; fewer finish before a bar would be read
+
+    def __init__(self):
+        self.drawn = False
+
+    def __call__(self, done: int, total: int) -> None:
+        if total < self.SHOW_FROM:
+            return
+        filled = self.WIDTH * done // total
+        self._write(f"\radvisor: capacity [{'#' * filled}{'.' * (self.WIDTH - filled)}] {done}/{total} counts")
+        self.drawn = True
+
+    def close(self) -> None:
+        if self.drawn:
+            self._write("\r" + " " * (self.WIDTH + 40) + "\r")
+
+    @staticmethod
+    def _write(text: str) -> None:
+        try:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
 
 
 def _completion(args) -> int:

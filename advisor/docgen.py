@@ -24,6 +24,7 @@ from typing import Any, Callable
 from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema
 
+from .capacity_plan import CapacityPlan, Prices
 from .costmodel import Estimate
 from .facts import CATALOGUE, LAYOUT_GROUPS
 from .inputs import specs, units
@@ -226,6 +227,15 @@ def schemas(book: RuleBook) -> dict[str, dict[str, Any]]:
             Audit, "serialization", "advisor.audit(...).model_dump_json(): every finding about one layout."),
         "estimate.schema.json": _model_schema(
             Estimate, "serialization", "advisor.estimate(...).model_dump_json(): memory, communication and time."),
+        "capacity.schema.json": _model_schema(
+            CapacityPlan, "serialization",
+            "advisor.capacity(...).model_dump_json() and `advisor capacity --json`: every GPU type and count "
+            "tried with its layout, days, GPU-hours and cost, the counts rejected and why, what bounds scaling, "
+            "and the pick with its full recommendation."),
+        "prices.schema.json": _model_schema(
+            Prices, "validation",
+            "A site's prices per GPU-hour (advisor capacity --prices FILE.toml; advisor/capacity_plan/prices.py). "
+            "None are shipped."),
         "rule-file.schema.json": _rule_file_schema(book.tiers),
         "tiers.schema.json": _tiers_schema(),
     }

@@ -4,9 +4,11 @@
 
 Measures in this process: `estimate` and `audit` of one layout; `recommend` for the reference
 scenarios with the number of candidates examined and of Python calls (a machine-independent measure
-of the work); then, in fresh processes, `import advisor` and the
-CLI's wall time for one preset recommendation. Where llm-analysis is installed, times its
-single-configuration training analysis in the same process and prints our `estimate` as a ratio of it.
+of the work); the capacity sweep (`advisor.capacity` over models x GPU types x counts, ~1,000
+recommendations, in worker processes; issue 33's target: <= 10 s on 2 cores); then, in fresh
+processes, `import advisor` and the CLI's wall time for one preset recommendation. Where
+llm-analysis is installed, times its single-configuration training analysis in the same process and
+prints our `estimate` as a ratio of it.
 """
 
 from __future__ import annotations
@@ -120,6 +122,7 @@ def main(argv: list[str]) -> int:
         med, p95 = _timed(lambda: advisor.recommend(c, m, t), max(3, repeat // 5))
         _row(name, med, p95, f"{rec.candidates_examined} candidates, {_python_calls(lambda: advisor.recommend(c, m, t)):,} "
                              f"calls -> {rec.layout.id if rec.layout else 'none'}")
+    _capacity_sweep()
     print("fresh processes:")
     # Two bytecode situations: as this environment runs Python (it may set PYTHONDONTWRITEBYTECODE, so
     # every module is compiled from source each time), and with bytecode cached, as an installed
@@ -132,6 +135,38 @@ def main(argv: list[str]) -> int:
                 "PYTHONDONTWRITEBYTECODE") else ""), None), ("bytecode cached (an installed wheel)", cached)):
             _fresh(label, env, max(3, repeat // 10))
     return 0
+
+
+# The capacity sweep: dense models of 7B to 405B on five GPU types at the default counts (8 to 16,384 GPUs
+# that tile nodes and the NVLink domain: 22 counts on 8-GPU nodes, 19 on GB200 NVL72), 1,070 scenarios;
+# then one MoE model, whose planning costs several times a dense model's (issue 34).
+SWEEP_MODELS = ("llama-3-8b", "llama-3-70b", "llama-3.1-405b", "qwen2.5-7b", "qwen2.5-72b", "mistral-7b", "gpt-3-175b",
+                "llama-2-13b", "llama-2-70b", "falcon-40b")
+SWEEP_GPUS = ("H100-SXM-80GB", "H200", "B200", "A100-80GB", "GB200")
+
+
+def _sweep(models) -> tuple[int, float, float]:
+    """(scenarios, wall seconds, CPU seconds of this process and its workers) of capacity() over `models`."""
+    import resource
+
+    def cpu() -> float:
+        own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+    scenarios, c0, t0 = 0, cpu(), time.perf_counter()
+    for name in models:
+        scenarios += advisor.capacity(name, tokens="1T", gpu=list(SWEEP_GPUS), deadline=30).counts_tried
+    return scenarios, time.perf_counter() - t0, cpu() - c0
+
+
+def _capacity_sweep() -> None:
+    print(f"capacity sweep (advisor.capacity, worker processes; {len(os.sched_getaffinity(0))} CPUs, load average "
+          f"{os.getloadavg()[0]:.1f} before):")
+    for label, models in ((f"{len(SWEEP_MODELS)} dense models x {len(SWEEP_GPUS)} GPU types x counts", SWEEP_MODELS),
+                          ("mixtral-8x7b (MoE) x 5 GPU types x counts", ("mixtral-8x7b",))):
+        n, wall, cpu = _sweep(models)
+        print(f"  {label:<52} {n:5,} scenarios  wall {wall:6.2f} s  CPU {cpu:6.2f} s  "
+              f"({cpu / n * 1e3:.1f} ms CPU each){'  target <= 10 s' if models is SWEEP_MODELS else ''}")
 
 
 def _fresh(label: str, env, n: int) -> None:

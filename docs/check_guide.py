@@ -25,6 +25,8 @@ FIXTURES = {
     "bad-config.json": '{"model_type": "llama", "hidden_size": 4096}\n',
     "typo.toml": (ROOT / "docs" / "examples" / "site-policy.toml").read_text(encoding="utf-8")
                  .replace('when = "cluster.gpus >= 256"', 'when = "cluster.gpu >= 256"'),
+    # the guide's example prices (capacity planning), the ```toml block after "**Prices.**"
+    "prices.toml": re.search(r"\*\*Prices\.\*\*.*?```toml\n(.*?)```", GUIDE.read_text(encoding="utf-8"), re.S).group(1),
 }
 
 

@@ -8,7 +8,7 @@
     L5  results/       trace, audit and recommendation types, and their text
     L6  planner/ | auditor     (siblings: neither imports the other)
     L7  api
-    L8  export/, cli, docgen, the `advisor` package itself (the public facade)
+    L8  export/, cli, docgen, capacity_plan/ (sweeps of recommend), the `advisor` package itself (the public facade)
 
 Every import counts: module level, inside functions and under TYPE_CHECKING, plus the parent
 packages an import runs (importing `advisor.costmodel.memory` executes `advisor/costmodel/__init__`).
@@ -33,7 +33,8 @@ LAYERS = {
     "advisor.results": 5,
     "advisor.planner": 6, "advisor.auditor": 6,
     "advisor.api": 7,
-    "advisor.export": 8, "advisor.cli": 8, "advisor.docgen": 8, "advisor.measure": 8, "advisor": 8,
+    "advisor.export": 8, "advisor.cli": 8, "advisor.docgen": 8, "advisor.measure": 8,
+    "advisor.capacity_plan": 8, "advisor": 8,
 }
 EDGE_LAYER = 8                      # edges may use one another (the CLI prints the exporters' output)
 LOCAL_IMPORTS_ALLOWED = {"advisor.cli",      # start-up speed: each subcommand loads what it needs

@@ -230,6 +230,26 @@ def test_estimate_dump_validates(recommendation):
     _check(json.loads(recommendation.estimates.model_dump_json()), "estimate.schema.json")
 
 
+@pytest.mark.parametrize("deadline", [200, 1])        # a pick; a shortfall
+def test_capacity_plan_dump_validates(deadline):
+    plan = advisor.capacity("llama-3-8b", tokens="1T", gpu=["H100", "V100-16GB"], gpus=[1, 8, 12],
+                            deadline=deadline, prices={"gpu_hour": {"H100": 2.5, "V100-16GB": 0.5}}, workers=1)
+    met = deadline == 200
+    assert plan.rejected and (plan.pick is not None) == met and (plan.shortfall is None) == met
+    doc = json.loads(plan.model_dump_json())
+    _check(doc, "capacity.schema.json")
+    assert advisor.CapacityPlan.model_validate_json(plan.model_dump_json()).model_dump_json() == plan.model_dump_json()
+
+
+def test_prices_schema_takes_a_prices_file_and_refuses_a_bad_one():
+    good = tomllib.loads('currency = "USD"\nsource = "contract"\n[gpu_hour]\n"H100-SXM-80GB" = 2.5\nB200 = 4.2\n')
+    _check(good, "prices.schema.json")
+    advisor.Prices(**good)
+    schema = _load("prices.schema.json")
+    assert _errors({"gpu_hour": {"H100": "cheap"}}, schema, schema)
+    assert _errors({"gpu_hour": {"H100": 2.5}, "discount": 0.1}, schema, schema)
+
+
 # ---------------------------------------------------------------------------------------------
 # Rule files
 
