@@ -101,10 +101,9 @@ def _situation_args(r: argparse.ArgumentParser) -> None:
     model = r.add_mutually_exclusive_group(required=True)
     model.add_argument("--model", help="model preset name, e.g. llama-3-70b (see `advisor presets`)")
     model.add_argument("--hf-config", metavar="PATH", help="a Hugging Face config.json (or its folder)")
-    r.add_argument("--gpu", required=True, help="GPU preset name, e.g. H100-SXM-80GB")
+    _gpu_args(r)
     r.add_argument("--gpus", required=True, type=int, help="total number of GPUs")
-    r.add_argument("--gpus-per-node", type=int, help="GPUs per server (default: the GPU preset's)")
-    r.add_argument("--nvlink-domain", type=int, help="GPUs per NVLink domain (default: the GPU preset's)")
+    _network_args(r)
     r.add_argument("--seq-len", help="tokens per sequence, e.g. 4096, 8k, 128k (default: the model's context)")
     r.add_argument("--global-batch", type=int, help="sequences per optimizer step (default: about 4M tokens)")
     r.add_argument("--precision", choices=list(RECIPES), default="bf16",
@@ -136,6 +135,30 @@ def _situation_args(r: argparse.ArgumentParser) -> None:
                         "framework runs (megatron: megatron; deepspeed: deepspeed; megatron+deepspeed: "
                         "megatron or deepspeed; torchtitan: torchtitan), else exits 2")
     _debug_arg(r)
+
+
+def _gpu_args(r: argparse.ArgumentParser) -> None:
+    """The GPU: a preset, or a file of GPU fields for a part without one; memory and peak overridable."""
+    gpu = r.add_mutually_exclusive_group(required=True)
+    gpu.add_argument("--gpu", metavar="NAME", help="GPU preset name, e.g. H100-SXM-80GB (see `advisor presets`)")
+    gpu.add_argument("--gpu-spec", metavar="FILE",
+                     help="a GPU without a preset: a TOML or JSON file of its fields (schemas/gpu.schema.json), at "
+                          "least memory and peak_flops; omit nvlink_bandwidth for a PCIe card without NVLink")
+    r.add_argument("--gpu-memory", metavar="QTY", help='the GPU\'s memory instead of its preset\'s, e.g. "94 GiB"')
+    r.add_argument("--gpu-flops", metavar="QTY",
+                   help='the GPU\'s dense BF16 peak instead of its preset\'s, e.g. "835 TFLOP/s"')
+
+
+def _network_args(r: argparse.ArgumentParser) -> None:
+    """The nodes and the network (Cluster); the text output's first line repeats what was assumed."""
+    r.add_argument("--gpus-per-node", type=int, help="GPUs per server (default: the GPU preset's)")
+    r.add_argument("--nvlink-domain", type=int, help="GPUs per NVLink domain (default: the GPU preset's)")
+    r.add_argument("--inter-node-bandwidth", metavar="RATE",
+                   help="scale-out network bandwidth per GPU, one direction, e.g. 400Gbit/s for one NDR "
+                        "InfiniBand HCA per GPU (default: the GPU preset's reference server)")
+    r.add_argument("--intra-node-bandwidth", metavar="RATE",
+                   help='NVLink bandwidth per GPU, both directions, e.g. "600 GB/s" for bridged H100 PCIe '
+                        "pairs with --nvlink-domain 2 (default: the GPU's)")
 
 
 def _debug_arg(p: argparse.ArgumentParser) -> None:
@@ -227,11 +250,10 @@ def _parser() -> argparse.ArgumentParser:
 def _situation(args):
     from .inputs.specs import Cluster, Model, Training
 
-    cluster = {"gpu": args.gpu, "gpus": args.gpus}
-    if args.gpus_per_node:
-        cluster["gpus_per_node"] = args.gpus_per_node
-    if args.nvlink_domain:
-        cluster["nvlink_domain"] = args.nvlink_domain
+    cluster = {"gpu": _gpu(args), "gpus": args.gpus}
+    for key in ("gpus_per_node", "nvlink_domain", "inter_node_bandwidth", "intra_node_bandwidth"):
+        if getattr(args, key):
+            cluster[key] = getattr(args, key)
     if args.profile:
         cluster["profile"] = args.profile
     training = {"precision": args.precision, "flash_attention": not args.no_flash_attention,
@@ -248,6 +270,23 @@ def _situation(args):
             training["framework_version"] = args.framework_version
     model = Model.from_hf_config(args.hf_config) if args.hf_config else Model.preset(args.model)
     return Cluster(**cluster), model, Training(**training)
+
+
+def _gpu(args):
+    """--gpu (a preset name, which Cluster resolves) or --gpu-spec (a file), with --gpu-memory and
+    --gpu-flops over either; an overridden GPU is named and sourced as such."""
+    from .inputs import presets
+    from .inputs.gpu_file import read_gpu_file
+    from .inputs.specs import GPU
+
+    overrides = {k: v for k, v in (("memory", args.gpu_memory), ("peak_flops", args.gpu_flops)) if v is not None}
+    if args.gpu_spec is None and not overrides:
+        return args.gpu
+    fields = read_gpu_file(args.gpu_spec) if args.gpu_spec is not None else presets.gpu(args.gpu, field="--gpu")
+    if overrides:
+        fields = {**fields, **overrides, "name": f"{fields.get('name', 'custom')} (modified)",
+                  "source": f"{fields.get('source', 'user-supplied')}; {' and '.join(overrides)} from the command line"}
+    return GPU(**fields)
 
 
 def _framework_version(fmt: str, given: str | None) -> str:
