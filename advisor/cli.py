@@ -61,6 +61,7 @@ EXIT_STATUS = {
     130: "interrupted (SIGINT)",
 }
 EXIT_INTERNAL, EXIT_OUTPUT, EXIT_INTERRUPTED = 3, 4, 130
+MIN_WIDTH = 40          # narrower, the wrapped text stops being readable
 
 
 def _finetune_args(r: argparse.ArgumentParser) -> None:
@@ -161,6 +162,24 @@ def _network_args(r: argparse.ArgumentParser) -> None:
                         "pairs with --nvlink-domain 2 (default: the GPU's)")
 
 
+def _width_arg(r: argparse.ArgumentParser) -> None:
+    r.add_argument("--width", type=int, metavar="COLUMNS",
+                   help=f"wrap the text output to this many columns (default: the terminal's, or COLUMNS, else 80; "
+                        f"at least {MIN_WIDTH})")
+
+
+def _width(args) -> int:
+    """The text output's width: --width, else the terminal's (COLUMNS first, as shutil reads it)."""
+    import shutil
+
+    width = args.width if args.width is not None else shutil.get_terminal_size((80, 24)).columns
+    if args.width is not None and width < MIN_WIDTH:
+        from .errors import InputError
+
+        raise InputError("--width", width, f"at least {MIN_WIDTH} columns")
+    return max(MIN_WIDTH, width)
+
+
 def _debug_arg(p: argparse.ArgumentParser) -> None:
     # Declared so argparse accepts it; main() reads it from argv, since an error can precede parsing.
     p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
@@ -200,13 +219,20 @@ def _parser() -> argparse.ArgumentParser:
     _situation_args(r)
     _stack_args(r)
     r.add_argument("--micro-batch", type=int, help="sequences per GPU per forward pass (default: 1)")
-    r.add_argument("--explain", choices=["summary", "full"], default="summary", help="detail of the text output")
+    r.add_argument("--explain", nargs="?", choices=["brief", "summary", "full"], default="brief", const="summary",
+                   help="detail of the text output: brief (the default: the answer, its figures, three "
+                        "alternatives, the checklist), summary (--explain alone: the rules, notes and every "
+                        "alternative), full (the trace and the rejected layouts too)")
+    r.add_argument("-q", "--quiet", action="store_true",
+                   help="print only the recommended layout's id (nothing when no layout fits; exit 1)")
+    _width_arg(r)
 
     e = sub.add_parser("explain", help="recommend, and tell the whole decision: story, trace, why rules did not fire",
                        **_with_exit_status)
     _situation_args(e)
     _stack_args(e)
     e.add_argument("--micro-batch", type=int, help="sequences per GPU per forward pass (default: chosen)")
+    _width_arg(e)
 
     a = sub.add_parser("audit", help="check a layout: what the frameworks refuse, what is unwise, and why",
                        **_with_exit_status)
@@ -225,6 +251,7 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--recompute", choices=["none", "selective", "full"], default="none")
     a.add_argument("--offload", choices=["none", "optimizer", "optimizer+params"], default="none")
     a.add_argument("--offload-device", choices=["cpu", "nvme"], default="cpu")
+    _width_arg(a)
 
     pr = sub.add_parser("presets", help="list GPU and model presets")
     pr.add_argument("--json", action="store_true")
@@ -395,16 +422,28 @@ def _recommend(args) -> int:
     rec = recommend(cluster, model, training, rules=tuple(args.rules), engine=args.engine,
                     assumptions=_assumptions(args.assume))
     fmt = "json" if args.json else args.format
-    if fmt == "json":
+    if getattr(args, "quiet", False) and fmt == "text":
+        _quiet(rec)
+    elif fmt == "json":
         _emit(rec.model_dump_json(indent=2), as_json=True)
     elif fmt == "text":
-        _emit(rec.explain(args.explain))
+        _emit(rec.explain(args.explain, width=_width(args)))
     else:
         if rec.layout is not None:
             _check_format(fmt, rec.layout.framework)
         _emit_export(fmt, rec, rec.layout, rec.estimates.assumptions if rec.estimates else None,
                      _export_pin(fmt, args), rec.explain(args.explain))
     return 0 if rec.status == "recommended" else 1
+
+
+def _quiet(rec) -> None:
+    """-q: the layout id alone on stdout (Layout.parse reads it back); when nothing fits, one line on stderr."""
+    if rec.layout is not None:
+        _emit(rec.layout.id)
+        return
+    from .results.brief import infeasible_reason
+
+    _say(f"advisor: no layout fits: {infeasible_reason(rec)}")
 
 
 def _export_pin(fmt: str, args) -> str | None:
@@ -439,7 +478,7 @@ def _audit(args) -> int:
     if fmt == "json":
         _emit(report.model_dump_json(indent=2), as_json=True)
     elif fmt == "text":
-        _emit(report.explain())
+        _emit(report.explain(width=_width(args)))
     else:
         _emit_export(fmt, report, report.layout if report.ok else None, _assumptions(args.assume),
                      args.framework_version, report.explain())

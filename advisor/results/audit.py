@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from ..costmodel import Estimate
 from ..inputs.layout import Layout
 from ..inputs.specs import Cluster, Model, Training
 from ..rulebook.load import Reference
-from .render import estimate_lines, named_layout
+from .brief import wrap_lines
+from .render import estimate_lines, named_layout, network_text
 from .trace import Trace
 
 __all__ = ["Audit", "Finding", "Severity", "SEVERITY_ORDER"]
@@ -64,6 +65,7 @@ class Audit(BaseModel):
     def ruleset_revision(self) -> str:
         return self.trace.ruleset_revision
 
+    @computed_field
     @property
     def ok(self) -> bool:
         """True when no finding is an error (the frameworks would accept the layout)."""
@@ -77,10 +79,15 @@ class Audit(BaseModel):
     def warnings(self) -> list[Finding]:
         return [f for f in self.findings if f.severity == "warning"]
 
-    def explain(self) -> str:
+    def explain(self, width: int | None = None) -> str:
+        """The findings, then the estimate; `width`: wrap every line to that many columns (None: as written)."""
+        return "\n".join(wrap_lines(self._text().split("\n"), width))
+
+    def _text(self) -> str:
         lay = self.layout
-        head = (f"Audit of {named_layout(lay.framework, lay)} for {self.model.name} on {self.cluster.gpus} x {self.cluster.gpu.name}"
-                f" (seq {self.training.seq_len}, global batch {self.training.global_batch_size})")
+        head = (f"Audit of {named_layout(lay.framework, lay)} for {self.model.name} on {self.cluster.gpus} x "
+                f"{self.cluster.gpu.name} ({network_text(self.cluster)}; seq {self.training.seq_len}, global batch "
+                f"{self.training.global_batch_size})")
         counts = {s: sum(f.severity == s for f in self.findings) for s in SEVERITY_ORDER}
         lines = [head, f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} note(s)"]
         lines += [f.line() for f in self.findings]
