@@ -251,7 +251,19 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--recompute", choices=["none", "selective", "full"], default="none")
     a.add_argument("--offload", choices=["none", "optimizer", "optimizer+params"], default="none")
     a.add_argument("--offload-device", choices=["cpu", "nvme"], default="cpu")
+    a.add_argument("--no-compare", action="store_true",
+                   help="skip the comparison with the advisor's own pick (by default a legal layout estimated "
+                        "slower than the pick beyond the 8%% tie band gets a warning naming it)")
     _width_arg(a)
+
+    c = sub.add_parser("compare", help="why not this layout: layouts side by side with the advisor's pick",
+                       **_with_exit_status)
+    c.add_argument("layouts", nargs="+", metavar="LAYOUT_ID",
+                   help="layout ids as recommend prints them, e.g. tp8-dp4-pp2-zero1-sp-nmb128 or "
+                        "deepspeed/tp1-dp64-pp1-zero3 (a framework word before an id is read as its prefix)")
+    _situation_args(c)
+    _stack_args(c)
+    _width_arg(c)
 
     pr = sub.add_parser("presets", help="list GPU and model presets")
     pr.add_argument("--json", action="store_true")
@@ -460,7 +472,7 @@ def _export_pin(fmt: str, args) -> str | None:
 
 
 def _audit(args) -> int:
-    from .auditor import audit
+    from .api import audit
     from .inputs.layout import Layout
 
     cluster, model, training = _situation(args)
@@ -473,7 +485,7 @@ def _audit(args) -> int:
     if args.num_microbatches is not None:
         fields["num_microbatches"] = args.num_microbatches
     report = audit(cluster, model, Layout(**fields), training, rules=tuple(args.rules), engine=args.engine,
-                   assumptions=_assumptions(args.assume))
+                   assumptions=_assumptions(args.assume), compare=not args.no_compare)
     fmt = "json" if args.json else args.format
     if fmt == "json":
         _emit(report.model_dump_json(indent=2), as_json=True)
@@ -483,6 +495,46 @@ def _audit(args) -> int:
         _emit_export(fmt, report, report.layout if report.ok else None, _assumptions(args.assume),
                      args.framework_version, report.explain())
     return 0 if report.ok else 1
+
+
+def _compare(args) -> int:
+    from .api import compare
+
+    cluster, model, training = _situation(args)
+    result = compare(cluster, model, _layout_ids(args.layouts), training, rules=tuple(args.rules), engine=args.engine,
+                     assumptions=_assumptions(args.assume))
+    fmt = "json" if args.json else args.format
+    if fmt == "json":
+        _emit(result.model_dump_json(indent=2), as_json=True)
+    elif fmt == "text":
+        _emit(result.explain(width=_width(args)))
+    else:
+        from .errors import InputError
+
+        raise InputError("--format", fmt, "text or json for compare (recommend and audit write launch configs)")
+    return 0
+
+
+def _layout_ids(words: list[str]) -> list:
+    """The layouts of `advisor compare`, parsed: "megatron  tp8-..." as recommend's summary printed it
+    (a framework word, then the id) reads as one layout; each id names the argument on an error."""
+    from .errors import InputError
+    from .inputs.layout import Layout
+
+    layouts, framework = [], None
+    for word in words:
+        if word in FRAMEWORK_FORMATS:           # megatron, deepspeed, megatron+deepspeed, torchtitan
+            framework = word
+            continue
+        text = f"{framework}/{word}" if framework not in (None, "megatron") and "/" not in word else word
+        framework = None
+        try:
+            layouts.append(Layout.parse(text))
+        except InputError as exc:
+            raise InputError("LAYOUT_ID", word, exc.want, exc.hint) from None
+    if not layouts:
+        raise InputError("LAYOUT_ID", " ".join(words), "at least one layout id, e.g. tp8-dp4-pp2-zero1-sp-nmb128")
+    return layouts
 
 
 def _presets(args) -> int:
@@ -771,7 +823,7 @@ def _main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.command == "explain":
         args.explain = "full"
-    handler = {"recommend": _recommend, "explain": _recommend, "audit": _audit, "presets": _presets,
+    handler = {"recommend": _recommend, "explain": _recommend, "audit": _audit, "compare": _compare, "presets": _presets,
                "rules": _rules, "facts": _facts, "completion": _completion, "measure": _measure}[args.command]
     return handler(args)
 

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from ..costmodel import Estimate
+from ..facts import COMPARED_WITH
 from ..inputs.layout import Layout
 from ..inputs.specs import Cluster, Model, Training
 from ..rulebook.load import Reference
@@ -17,6 +18,8 @@ from .trace import Trace
 __all__ = ["Audit", "Finding", "Severity", "SEVERITY_ORDER"]
 
 Severity = Literal["error", "warning", "info"]
+# the rule that reads the versus.* facts: its finding states the comparison, so the text need not
+SLOWER_RULE = "advice.slower-than-recommended"
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 
@@ -83,6 +86,14 @@ class Audit(BaseModel):
         """The findings, then the estimate; `width`: wrap every line to that many columns (None: as written)."""
         return "\n".join(wrap_lines(self._text().split("\n"), width))
 
+    def _comparison(self) -> list[str]:
+        """The comparison with the advisor's pick (audit(compare=True)) when no finding already says it."""
+        if any(f.rule_id == SLOWER_RULE for f in self.findings):
+            return []
+        said = next((e.message for e in self.trace.events if e.op == "input" and e.message.startswith(COMPARED_WITH)),
+                    None)
+        return [f"{said[0].upper()}{said[1:]}"] if said else []
+
     def _text(self) -> str:
         lay = self.layout
         head = (f"Audit of {named_layout(lay.framework, lay)} for {self.model.name} on {self.cluster.gpus} x "
@@ -90,6 +101,7 @@ class Audit(BaseModel):
                 f"{self.training.global_batch_size})")
         counts = {s: sum(f.severity == s for f in self.findings) for s in SEVERITY_ORDER}
         lines = [head, f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} note(s)"]
+        lines += self._comparison()
         lines += [f.line() for f in self.findings]
         if self.estimates is not None:
             lines += ["", *estimate_lines(self.estimates)]

@@ -16,7 +16,7 @@ import textwrap
 from ..inputs.precision import recipe
 from .render import named_layout, network_text, pipeline_line
 
-__all__ = ["brief_text", "wrap_lines", "per_gpu_figures", "infeasible_reason", "DEFAULT_WIDTH", "SHOWN_ALTERNATIVES"]
+__all__ = ["brief_text", "wrap_lines", "per_gpu_figures", "infeasible_reason", "deciding_rule", "DEFAULT_WIDTH", "SHOWN_ALTERNATIVES"]
 
 DEFAULT_WIDTH = 80
 SHOWN_ALTERNATIVES = 3
@@ -88,13 +88,13 @@ def _situation(rec) -> str:
 def _answer(rec) -> list[str]:
     if rec.layout is None:
         lines = [f"No layout fits: {infeasible_reason(rec)}."]
-        why = _deciding_rule(rec)
+        why = deciding_rule(rec)
         return lines + ([f"  rules: {why}"] if why else [])
     lines = [f"Recommendation: {named_layout(rec.framework, rec.layout)}"]
     pipeline = pipeline_line(rec.layout, rec.model)
     if pipeline:
         lines.append(f"  {pipeline}")
-    why = _deciding_rule(rec)
+    why = deciding_rule(rec)
     if why:
         lines.append(f"  why: {why}")
     return lines
@@ -106,7 +106,7 @@ def infeasible_reason(rec) -> str:
     return reason.removeprefix("no layout fits; ")
 
 
-def _deciding_rule(rec) -> str | None:
+def deciding_rule(rec) -> str | None:
     """The rule whose framework or strategy choice stood, with its message; when the estimate moved the
     choice to the other family, the planner's note saying so."""
     moved = next((e.message for e in rec.trace.events if e.op == "note" and "overrides rule" in e.message), None)
