@@ -265,8 +265,10 @@ def _parser() -> argparse.ArgumentParser:
     _stack_args(c)
     _width_arg(c)
 
-    pr = sub.add_parser("presets", help="list GPU and model presets")
+    pr = sub.add_parser("presets", help="list GPU and model presets; with a NAME, that preset's figures and source")
+    pr.add_argument("name", nargs="?", metavar="NAME", help="a GPU or model preset (or alias), e.g. H100-PCIe")
     pr.add_argument("--json", action="store_true")
+    _width_arg(pr)
     _debug_arg(pr)
     for name, text in (("rules", "list the built-in rules (id, tier, title)"),
                        ("facts", "list the facts rule conditions may use")):
@@ -540,14 +542,17 @@ def _layout_ids(words: list[str]) -> list:
 def _presets(args) -> int:
     from .inputs import presets
 
+    if args.name is not None:
+        return _preset(args)
     if args.json:
         _emit(json.dumps({"gpus": presets.gpu_entries(), "models": presets.model_entries()}, indent=2), as_json=True)
         return 0
     lines = ["GPUs:"]
     for e in presets.gpu_entries():
         aliases = f" (aliases: {', '.join(e['aliases'])})" if e.get("aliases") else ""
+        link = "PCIe" if e.get("nvlink_domain") == 1 else f"NVLink {e.get('nvlink_domain', e.get('gpus_per_node', 8))}"
         lines.append(f"  {e['name']:<16} {e['memory']:>9}  {e['peak_flops']:>15} dense  "
-                     f"{e.get('gpus_per_node', 8)}/node{aliases}")
+                     f"{e.get('gpus_per_node', 8)}/node, {link}{aliases}")
     from .inputs.specs import Model
 
     lines.append("Models:")
@@ -555,7 +560,33 @@ def _presets(args) -> int:
         size = f"{Model.preset(e['name']).params / 1e9:.1f}B"
         lines.append(f"  {e['name']:<16} {size:>7}  layers {e['layers']:>3}  hidden {e['hidden']:>5}  "
                      f"heads {e['heads']:>3}/{e.get('kv_heads', e['heads'])}")
+    lines.append("`advisor presets NAME` prints one preset's figures and its source.")
     _emit("\n".join(lines))
+    return 0
+
+
+def _preset(args) -> int:
+    """One preset, GPU or model, by name or alias: every field it sets, then its source, wrapped."""
+    from .errors import UnknownPresetError
+    from .inputs import presets
+    from .results.brief import wrap_lines
+
+    try:
+        kind, fields = "gpu", presets.gpu(args.name, field="NAME")
+    except UnknownPresetError as not_gpu:
+        try:
+            kind, fields = "model", presets.model(args.name, field="NAME")
+        except UnknownPresetError as not_model:
+            close = [e.hint.partition("?")[0] + "?" for e in (not_gpu, not_model) if e.hint.startswith("did you mean")]
+            raise UnknownPresetError("NAME", args.name, not_gpu.known + not_model.known,
+                                     " ".join(close) or "`advisor presets` lists them") from None
+    if args.json:
+        _emit(json.dumps({"kind": kind, **fields}, indent=2), as_json=True)
+        return 0
+    lines = [f"{fields['name']} ({kind} preset)"]
+    lines += [f"  {key}: {value}" for key, value in fields.items() if key not in ("name", "source")]
+    lines.append(f"  source: {fields.get('source', '')}")
+    _emit("\n".join(wrap_lines(lines, _width(args))))
     return 0
 
 

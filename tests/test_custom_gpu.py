@@ -112,3 +112,17 @@ def test_cli_network_flags_reach_the_cluster_and_the_answer():
     code, out, _ = run([*base, "--nvlink-domain", "4", "--intra-node-bandwidth", "600 GB/s"])
     cluster = json.loads(out)["cluster"]
     assert code == 0 and (cluster["nvlink_domain"], cluster["intra_node_bandwidth"]) == (4, 600e9)
+
+
+def test_presets_are_listed_with_their_sources():
+    code, out, _ = run(["presets"])
+    rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("  ")}
+    assert code == 0 and "PCIe" in rows["RTX-4090"] and "NVLink 2" in rows["H100-NVL"] and "NVLink 72" in rows["GB200"]
+    code, out, _ = run(["presets", "rtx4090", "--width", "80"])
+    flat = " ".join(out.split())
+    assert code == 0 and out.startswith("RTX-4090 (gpu preset)") and "source: NVIDIA Ada GPU Architecture whitepaper" in flat
+    assert max(map(len, out.splitlines())) <= 80
+    code, out, _ = run(["presets", "llama-3-8b", "--json"])
+    assert code == 0 and json.loads(out)["kind"] == "model" and json.loads(out)["source"]
+    code, _out, err = run(["presets", "h100-nv"])
+    assert code == 2 and "did you mean H100-NVL" in err
