@@ -53,7 +53,7 @@ FRAMEWORK_FORMATS = {
 ANY_FRAMEWORK_FORMATS = ("peft",)
 
 EXIT_STATUS = {
-    0: "success: a layout was recommended, the audit found no error, or a listing was printed",
+    0: "success: a layout was recommended, the audit found no error, or a comparison or a listing was printed",
     1: "no layout fits (recommend), or the audit found at least one error",
     2: "bad input or usage: the message names the field, what was given and what is wanted",
     3: "internal error in advisor (one line; --debug or ADVISOR_DEBUG=1 shows the traceback): please report",
@@ -854,7 +854,8 @@ def _main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.command == "explain":
         args.explain = "full"
-    handler = {"recommend": _recommend, "explain": _recommend, "audit": _audit, "compare": _compare, "presets": _presets,
+    handler = {"recommend": _recommend, "explain": _recommend, "audit": _audit, "compare": _compare,
+               "presets": _presets,
                "rules": _rules, "facts": _facts, "completion": _completion, "measure": _measure}[args.command]
     return handler(args)
 

@@ -26,7 +26,8 @@ from .inputs.pipeline import megatron_split, virtual_stage_layers
 from .inputs.precision import megatron_adam_dtypes, recipe
 from .inputs.specs import Cluster, Model, Training
 
-__all__ = ["FactSpec", "CATALOGUE", "LAYOUT_GROUPS", "Versus", "COMPARED_WITH", "build_facts", "build_layout_facts", "zero_only_fits",
+__all__ = ["FactSpec", "CATALOGUE", "LAYOUT_GROUPS", "Versus", "COMPARED_WITH", "build_facts", "build_layout_facts",
+           "zero_only_fits",
            "state_bytes_per_param", "torchtitan_layers_per_stage", "ZERO_ONLY_MAX_GPUS", "UNSTATED"]
 
 GIB = 2**30

@@ -20,18 +20,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "docs" / "user-guide.md"
 
+WIDTH = 80
+
 # Files the guide's commands name that are not in the repository: (name, content).
 FIXTURES = {
     "bad-config.json": '{"model_type": "llama", "hidden_size": 4096}\n',
     "typo.toml": (ROOT / "docs" / "examples" / "site-policy.toml").read_text(encoding="utf-8")
                  .replace('when = "cluster.gpus >= 256"', 'when = "cluster.gpu >= 256"'),
+    "mi210.toml": (ROOT / "docs" / "examples" / "mi210.toml").read_text(encoding="utf-8"),
 }
 
 
 def main() -> int:
     text = GUIDE.read_text(encoding="utf-8")
     changed = 0
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    # the width a terminal has by default: the text output wraps to it (COLUMNS, as the CLI reads it)
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+               COLUMNS=str(WIDTH))
     with tempfile.TemporaryDirectory() as tmp:
         for name, content in FIXTURES.items():
             Path(tmp, name).write_text(content, encoding="utf-8")

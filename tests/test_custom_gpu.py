@@ -38,7 +38,7 @@ def test_a_pcie_card_needs_no_nvlink_bandwidth():
     assert gen5.nvlink_bandwidth == 128e9                                         # both directions
     assert advisor.Cluster(gpu=gpu, gpus=16).nvlink_domain == 1
     rec = advisor.recommend(advisor.Cluster(gpu=gpu, gpus=8), "llama-3-8b", {"seq_len": 4096, "global_batch_size": 64})
-    assert rec.status == "recommended" and rec.layout.tp == 1                    # TP stays inside the (single-GPU) domain
+    assert rec.status == "recommended" and rec.layout.tp == 1        # TP stays inside the (single-GPU) domain
 
 
 def test_an_nvlink_domain_without_its_bandwidth_is_refused():
@@ -92,7 +92,8 @@ def test_cli_gpu_spec_and_overrides(tmp_path):
     gpu = json.loads(out)["cluster"]["gpu"]
     assert code == 0 and (gpu["memory"], gpu["peak_flops"]) == (94 * GIB, 835e12)
     assert gpu["name"] == "H100-SXM-80GB (modified)" and "from the command line" in gpu["source"]
-    code, _out, err = run(["recommend", "--model", "llama-3-8b", "--gpus", "8", "--gpu-spec", str(tmp_path / "no.json")])
+    missing = str(tmp_path / "no.json")
+    code, _out, err = run(["recommend", "--model", "llama-3-8b", "--gpus", "8", "--gpu-spec", missing])
     assert code == 2 and "no.json" in err
     code, _out, err = run(["recommend", "--model", "llama-3-8b", "--gpus", "8"])
     assert code == 2 and "--gpu" in err                                           # one of --gpu / --gpu-spec
@@ -120,7 +121,8 @@ def test_presets_are_listed_with_their_sources():
     assert code == 0 and "PCIe" in rows["RTX-4090"] and "NVLink 2" in rows["H100-NVL"] and "NVLink 72" in rows["GB200"]
     code, out, _ = run(["presets", "rtx4090", "--width", "80"])
     flat = " ".join(out.split())
-    assert code == 0 and out.startswith("RTX-4090 (gpu preset)") and "source: NVIDIA Ada GPU Architecture whitepaper" in flat
+    assert code == 0 and out.startswith("RTX-4090 (gpu preset)")
+    assert "source: NVIDIA Ada GPU Architecture whitepaper" in flat
     assert max(map(len, out.splitlines())) <= 80
     code, out, _ = run(["presets", "llama-3-8b", "--json"])
     assert code == 0 and json.loads(out)["kind"] == "model" and json.loads(out)["source"]

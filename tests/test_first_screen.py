@@ -67,7 +67,8 @@ def test_each_fact_is_said_once(first):
 
 def test_figures_are_named_as_framework_logs_print_them(first):
     flat = " ".join(first.split())
-    assert re.search(r"[\d,]+ tokens/s and [\d,]+ TFLOP/s per GPU; MFU \d+\.\d% of the 989 TFLOP/s BF16 dense peak", flat)
+    assert re.search(r"[\d,]+ tokens/s and [\d,]+ TFLOP/s per GPU; MFU \d+\.\d% of the 989 TFLOP/s BF16 dense peak",
+                     flat)
     code, out, _ = run([*FIRST, "--precision", "fp8"])
     assert code == 0 and re.search(r"% of the 1,979 TFLOP/s FP8 peak", " ".join(out.split()))
 
@@ -123,7 +124,7 @@ def _readme_commands() -> list[list[str]]:
     out = []
     for line in re.findall(r"^advisor (?:recommend|audit) [^#\n]*", text, flags=re.M):
         argv = shlex.split(line)[1:]
-        if not {"--json", "--format", "--hf-config", "--profile"} & set(argv):
+        if not {"--json", "--format", "--hf-config", "--profile", "--gpu-spec"} & set(argv):
             out.append(argv)
     return out
 
@@ -147,6 +148,7 @@ def test_wrapping_keeps_ids_whole_and_markers_hanging():
 
 
 def test_memory_bars_stay_within_their_column():
-    est = advisor.estimate({"gpu": "H100", "gpus": 8}, "llama-3-70b", {"tp": 1, "dp": 8}, {"seq_len": 4096, "global_batch_size": 64})
+    est = advisor.estimate({"gpu": "H100", "gpus": 8}, "llama-3-70b", {"tp": 1, "dp": 8},
+                           {"seq_len": 4096, "global_batch_size": 64})
     bars = [line.split("GiB", 1)[1].strip() for line in estimate_lines(est)[1:7]]
     assert max(map(len, bars)) <= 40 and any(bar.endswith(">") for bar in bars)

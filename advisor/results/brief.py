@@ -16,13 +16,18 @@ import textwrap
 from ..inputs.precision import recipe
 from .render import named_layout, network_text, pipeline_line
 
-__all__ = ["brief_text", "wrap_lines", "per_gpu_figures", "infeasible_reason", "deciding_rule", "DEFAULT_WIDTH", "SHOWN_ALTERNATIVES"]
+__all__ = ["brief_text", "wrap_lines", "per_gpu_figures", "infeasible_reason", "deciding_rule", "DEFAULT_WIDTH",
+           "SHOWN_ALTERNATIVES"]
 
 DEFAULT_WIDTH = 80
 SHOWN_ALTERNATIVES = 3
 _GIB = 2**30
 # a list marker or a severity label, whose text a wrapped line's continuation lines up with
 _HANGING = re.compile(r" *(?:- |\d+\. |[A-Z]{4,} +)")
+# a number and its unit stay on one line ("0.01 s", "80.0 GiB"): the space between them is held by
+# a character no text here contains while the line is wrapped
+_UNIT = re.compile(r"(?<=\d) (?=(?:s|GiB|GB|GB/s|Gbit/s|TFLOP/s)(?![\w/]))")
+_KEEP = "\x1f"
 # the trace's input notes for a field the caller left out (specs.resolve_training writes them)
 _ASSUMED = {"seq_len": "training.seq_len not given", "global_batch_size": "training.global_batch_size not given"}
 
@@ -42,8 +47,9 @@ def wrap_lines(lines: list[str], width: int | None) -> list[str]:
         lead = line[:head.end()] if head else line[:len(line) - len(line.lstrip(" "))]
         hang = " " * (len(lead) if head else len(lead) + 2)
         # the marker and the first word stay on one line, however long the word (a layout id)
-        out += textwrap.wrap(line[len(lead):], width=width, initial_indent=lead, subsequent_indent=hang,
-                             break_long_words=False, break_on_hyphens=False) or [line]
+        wrapped = textwrap.wrap(_UNIT.sub(_KEEP, line[len(lead):]), width=width, initial_indent=lead,
+                                subsequent_indent=hang, break_long_words=False, break_on_hyphens=False)
+        out += [part.replace(_KEEP, " ") for part in wrapped] or [line]
     return out
 
 
@@ -113,8 +119,8 @@ def deciding_rule(rec) -> str | None:
     if moved:
         return moved
     for e in rec.trace.events:
-        if e.op == "fire" and any(x.kind == "choose" and x.field in ("framework", "strategy") and x.overridden_by is None
-                                  for x in e.effects):
+        if e.op == "fire" and any(x.kind == "choose" and x.field in ("framework", "strategy")
+                                  and x.overridden_by is None for x in e.effects):
             return f"{e.message} [{e.rule_id}]"
     return None
 

@@ -75,7 +75,8 @@ def compared_layouts(rec: Recommendation, reports: list[Audit], band: float,
     pick = None
     if rec.layout is not None:
         pick = ComparedLayout(layout=rec.layout, pick=True, ok=True, findings=rec.findings, estimates=rec.estimates,
-                              slower_than_pick=0.0, verdict="the advisor's pick: " + (deciding_rule(rec) or "the fastest estimate"))
+                              slower_than_pick=0.0,
+                              verdict="the advisor's pick: " + (deciding_rule(rec) or "the fastest estimate"))
     rows = [pick] if pick is not None else []
     reasons = {a.layout.id: a.reason for a in rec.alternatives}
     for report in reports:
@@ -113,7 +114,8 @@ def _verdict(report: Audit, rec: Recommendation, reasons: dict[str, str], slower
         return (f"uses {share:.0%} of GPU memory, above the {memory_bound:.0%} the planner trusts ({times}); "
                 f"the pick is {pick}")
     if slower < -band:
-        return f"estimated faster than the pick {pick} ({times}, {slower:+.0%}): the planner preferred the pick's family"
+        return (f"estimated faster than the pick {pick} ({times}, {slower:+.0%}), but outside what the rules let "
+                f"the planner choose: recommend --explain names them")
     return (f"about as fast as the pick {pick} ({times}, within {band:.0%}): {_tie_order(rec)} decides, "
             f"and chose the pick")
 
@@ -151,7 +153,8 @@ def _text(comp: Comparison, width: int) -> list[str]:
              f"{t.global_batch_size}, {t.precision}", ""]
     names = [chr(ord("A") + i) if i < 26 else str(i) for i in range(len(comp.layouts))]
     for name, row in zip(names, comp.layouts):
-        lines.append(f"{name}  {named_layout(row.layout.framework, row.layout)}" + ("  (the advisor's pick)" if row.pick else ""))
+        mark = "  (the advisor's pick)" if row.pick else ""
+        lines.append(f"{name}  {named_layout(row.layout.framework, row.layout)}{mark}")
     cells = [_cells(row) for row in comp.layouts]
     labels = list(dict.fromkeys(label for cell in cells for label in cell))
     per_table = max(1, (width - _LABEL) // _COLUMN)
@@ -159,7 +162,8 @@ def _text(comp: Comparison, width: int) -> list[str]:
         chunk = range(start, min(start + per_table, len(cells)))
         lines += ["", " " * _LABEL + "".join(f"{names[i]:<{_COLUMN}}" for i in chunk).rstrip()]
         for label in labels:
-            lines.append((f"{label:<{_LABEL}}" + "".join(f"{cells[i].get(label, '-'):<{_COLUMN}}" for i in chunk)).rstrip())
+            row = "".join(f"{cells[i].get(label, '-'):<{_COLUMN}}" for i in chunk)
+            lines.append(f"{label:<{_LABEL}}{row}".rstrip())
     lines += ["(comm: seconds per step on its link before overlap; exposed: what overlap leaves; ! does not fit)", ""]
     lines += [f"{name}: {row.verdict}" for name, row in zip(names, comp.layouts)]
     return lines

@@ -69,7 +69,7 @@ class Recommendation(BaseModel):
         `width`: wrap every line to that many columns (None: brief's 80; the others as written)."""
         if level == "brief":
             return brief_text(self, width or DEFAULT_WIDTH)
-        return "\n".join(wrap_lines(recommendation_text(self, level).split("\n"), width))
+        return "\n".join(wrap_lines(recommendation_text(self, level, width or 100).split("\n"), width))
 
     def story(self) -> str:
         """The decision in a few sentences: what the rules chose and why, what fit, what lost."""

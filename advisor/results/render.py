@@ -123,12 +123,12 @@ def pipeline_line(layout: Layout, model: Model) -> str | None:
     return text
 
 
-def recommendation_text(rec, level: str = "summary") -> str:
+def recommendation_text(rec, level: str = "summary", width: int = 100) -> str:
     """The account of a Recommendation `rec` (untyped: its module imports this one): the layout, its
     memory, the rules that chose it, what lost, what to check; `level` "full" adds each rule's facts
-    and references, the raw trace and the rules that did not fire."""
+    and references, the raw trace and the rules that did not fire. `width`: the story's paragraph."""
     full = level == "full"
-    sections = [_situation(rec) + ["", textwrap.fill(story(rec), width=100), ""] + _choice(rec),
+    sections = [_situation(rec) + ["", textwrap.fill(story(rec), width=width), ""] + _choice(rec),
                 estimate_lines(rec.estimates) if rec.estimates is not None else [],
                 _why(rec, full), _planner_notes(rec, full), _alternatives(rec), _audit_of_choice(rec), _checklist(rec)]
     if full:
@@ -187,7 +187,8 @@ def _planner_notes(rec, full: bool = True) -> list[str]:
     lines = [f"  - {e.op}: {(e.candidate + ': ') if e.candidate else ''}{e.message}" for e in events]
     rejected = sum(e.op == "reject" for e in rec.trace.events) if "reject" not in shown else 0
     if rejected:
-        lines.append(f"  - {rejected} candidate layout{'s' if rejected > 1 else ''} rejected (--explain full lists them)")
+        plural = "s" if rejected > 1 else ""
+        lines.append(f"  - {rejected} candidate layout{plural} rejected (--explain full lists them)")
     return ["Assumptions, rejections and notes:", *lines] if lines else []
 
 
