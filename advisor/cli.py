@@ -489,14 +489,21 @@ def _audit(args) -> int:
     report = audit(cluster, model, Layout(**fields), training, rules=tuple(args.rules), engine=args.engine,
                    assumptions=_assumptions(args.assume), compare=not args.no_compare)
     fmt = "json" if args.json else args.format
-    if fmt == "json":
-        _emit(report.model_dump_json(indent=2), as_json=True)
-    elif fmt == "text":
-        _emit(report.explain(width=_width(args)))
-    else:
+    if not _emit_result(report, fmt, args):
         _emit_export(fmt, report, report.layout if report.ok else None, _assumptions(args.assume),
                      args.framework_version, report.explain())
     return 0 if report.ok else 1
+
+
+def _emit_result(result, fmt: str, args) -> bool:
+    """An Audit or a Comparison as JSON or as text wrapped to the width; False for a launch format."""
+    if fmt == "json":
+        _emit(result.model_dump_json(indent=2), as_json=True)
+    elif fmt == "text":
+        _emit(result.explain(width=_width(args)))
+    else:
+        return False
+    return True
 
 
 def _compare(args) -> int:
@@ -506,11 +513,7 @@ def _compare(args) -> int:
     result = compare(cluster, model, _layout_ids(args.layouts), training, rules=tuple(args.rules), engine=args.engine,
                      assumptions=_assumptions(args.assume))
     fmt = "json" if args.json else args.format
-    if fmt == "json":
-        _emit(result.model_dump_json(indent=2), as_json=True)
-    elif fmt == "text":
-        _emit(result.explain(width=_width(args)))
-    else:
+    if not _emit_result(result, fmt, args):
         from .errors import InputError
 
         raise InputError("--format", fmt, "text or json for compare (recommend and audit write launch configs)")
@@ -754,7 +757,10 @@ def _validation_items(exc) -> list[tuple[dict, str]]:
     for err in exc.errors(include_url=False):
         ours = (err.get("ctx") or {}).get("error")
         if isinstance(ours, AdvisorError):          # raised by advisor's own validators: already have/want
-            items.append(({k: getattr(ours, k, None) for k in ("field", "have", "want", "hint")}, str(ours)))
+            fields = {k: getattr(ours, k, None) for k in ("field", "have", "want", "hint")}
+            if hasattr(ours, "known"):          # UnknownPresetError: the names, as data
+                fields["known"] = ours.known
+            items.append((fields, str(ours)))
             continue
         where = ".".join(str(p) for p in err["loc"])
         field = f"{exc.title}.{where}" if where else exc.title
@@ -770,8 +776,9 @@ def _validation_text(exc) -> str:
 
 def _error_object(exc: BaseException, code: int, message: str) -> dict:
     """The JSON error object: {"error": {"type", "exit_code", "message", "field", "have", "want",
-    "hint"}}, plus "path" and "rule_id" for a RuleFileError and "errors" (one per field) for a
-    pydantic ValidationError. Fields an error does not have are null."""
+    "hint"}}, plus "path" and "rule_id" for a RuleFileError, "known" (the preset names, as a list) for
+    an UnknownPresetError and "errors" (one per field) for a pydantic ValidationError. Fields an error
+    does not have are null."""
     obj = {"type": type(exc).__name__, "exit_code": code, "message": message,
            "field": None, "have": None, "want": None, "hint": None}
     if _is_validation_error(exc):
@@ -779,7 +786,7 @@ def _error_object(exc: BaseException, code: int, message: str) -> dict:
         obj.update(errors[0] if errors else {})
         obj["errors"] = errors
     else:
-        for key in ("field", "have", "want", "hint", "path", "rule_id"):
+        for key in ("field", "have", "want", "hint", "path", "rule_id", "known"):
             if hasattr(exc, key):
                 obj[key] = _jsonable(getattr(exc, key))
     return {"error": obj}

@@ -108,3 +108,5 @@ def test_cli_compare_reads_ids_as_recommend_prints_them():
     assert code == 0 and [row["layout"]["id"] for row in json.loads(out)["layouts"]][0] == PICK
     code, _out, err = run(["compare", *SITUATION, "tp2-dq4"])
     assert code == 2 and "LAYOUT_ID" in err and "'dq4'" in err
+    code, out, err = run(["compare", *SITUATION, PICK, "--format", "megatron"])
+    assert code == 2 and out == "" and "--format" in err

@@ -128,3 +128,9 @@ def test_presets_are_listed_with_their_sources():
     assert code == 0 and json.loads(out)["kind"] == "model" and json.loads(out)["source"]
     code, _out, err = run(["presets", "h100-nv"])
     assert code == 2 and "did you mean H100-NVL" in err
+
+
+def test_an_unknown_preset_lists_the_names_as_data_in_json():
+    code, out, _ = run(["recommend", "--model", "llama-3-8b", "--gpu", "RTX4080", "--gpus", "8", "--json"])
+    error = json.loads(out)["error"]
+    assert code == 2 and error["known"] == presets.gpu_names() and "RTX-4090" in error["hint"]
