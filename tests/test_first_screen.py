@@ -152,3 +152,12 @@ def test_memory_bars_stay_within_their_column():
                            {"seq_len": 4096, "global_batch_size": 64})
     bars = [line.split("GiB", 1)[1].strip() for line in estimate_lines(est)[1:7]]
     assert max(map(len, bars)) <= 40 and any(bar.endswith(">") for bar in bars)
+
+
+def test_when_nothing_fits_the_first_screen_says_what_came_closest():
+    code, out, _ = run(["recommend", "--model", "llama-3.1-405b", "--gpus", "8", "--gpu-spec",
+                        str(ROOT / "tests" / "data" / "tiny-gpu.json"), "--framework", "megatron-lm"])
+    flat = " ".join(out.split())
+    assert code == 1 and "No layout fits: closest tp1-dp1-pp8-zero1-nmb512-rc:full needs" in flat
+    assert "[stack.megatron-core-runs-megatron]" in flat and "every rejected layout" in flat
+    assert "Recommendation:" not in flat and "Checklist:" not in flat

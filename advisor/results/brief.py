@@ -159,6 +159,8 @@ def _checklist(rec) -> list[str]:
 
 
 def _footer(rec) -> str:
+    if rec.layout is None:
+        return "More: --explain (the rules, notes and every rejected layout), --explain full (the trace)"
     notes = sum(f.severity == "info" for f in rec.findings)
     what = "the rules, notes, " + (f"{notes} audit note{'s' if notes > 1 else ''} on the pick, " if notes else "")
     return f"More: --explain ({what}every alternative), --explain full (the trace, rejected layouts)"
