@@ -12,19 +12,26 @@ from pathlib import Path
 from typing import Any
 
 from ._version import __version__
+from .auditor import audit as audit_layout
 from .auditor import call_options, changed_for_trace, check_finite, layout_findings, layout_screening
 from .costmodel.assumptions import as_assumptions
-from .facts import build_facts, zero_only_fits
+from .facts import Versus, build_facts, zero_only_fits
 from .inputs.coerce import as_cluster, as_model, as_training
 from .inputs.specs import resolve_training
 from .inputs.units import registry
 from .planner import plan
+from .inputs.layout import Layout
+from .inputs.uncertainty import memory_headroom
+from .planner.ranking import NEAR_TIE
+from .results.audit import Audit
+from .results.comparison import Comparison, compared_layouts
 from .results.recommendation import Alternative, ChecklistItem, Recommendation
+from .results.render import named_layout
 from .results.trace import Trace, TraceEvent, fired_events, input_summary, not_fired_events
 from .rulebook.actions import Decisions
 from .rulebook.session import evaluate_rules, rulebook_for
 
-__all__ = ["recommend", "recommend_with_ranking", "warm_up"]
+__all__ = ["recommend", "recommend_with_ranking", "audit", "compare", "warm_up"]
 
 RulePaths = str | Path | tuple[str | Path, ...] | list[str | Path] | None
 
@@ -42,6 +49,45 @@ def recommend(cluster: Any, model: Any, training: Any = None, *, rules: RulePath
     estimate behind the choice uses it, and the trace lists what differs from the defaults.
     """
     return _recommend(cluster, model, training, rules, engine, assumptions, keep_ranking=False)[0]
+
+
+def audit(cluster: Any, model: Any, layout: Any, training: Any = None, *, rules: RulePaths = (),
+          engine: str | None = None, assumptions: Any = None, compare: bool = False) -> Audit:
+    """Every finding about `layout` at once (auditor.audit: errors, warnings and notes, each with its
+    formula, a fix and references, and a decision log).
+
+    `compare=True` also recommends a layout for the same situation and, when the audited layout is
+    legal, sets it beside the pick by the same cost model: the rule advice.slower-than-recommended
+    warns, naming the pick and the margin, when the pick is estimated faster by more than the near-tie
+    band the planner itself cannot separate (planner.ranking.NEAR_TIE). It costs one recommendation
+    (milliseconds to tens of them); the command line's `advisor audit` does it unless --no-compare.
+    """
+    report = audit_layout(cluster, model, layout, training, rules=rules, engine=engine, assumptions=assumptions)
+    if not compare or not report.ok or report.estimates is None:
+        return report
+    rec = recommend(report.cluster, report.model, report.training, rules=rules, engine=engine, assumptions=assumptions)
+    if rec.layout is None:
+        return report
+    versus = Versus(pick=named_layout(rec.framework, rec.layout), pick_step=rec.estimates.step_time,
+                    step=report.estimates.step_time, band=NEAR_TIE)
+    return audit_layout(report.cluster, report.model, layout, report.training, rules=rules, engine=engine,
+                        assumptions=assumptions, versus=versus)
+
+
+def compare(cluster: Any, model: Any, layouts: Any, training: Any = None, *, rules: RulePaths = (),
+            engine: str | None = None, assumptions: Any = None) -> Comparison:
+    """The `layouts` (Layouts, dicts of their fields, or ids as recommend prints them:
+    "tp8-dp4-pp2-zero1-sp-nmb128", "deepspeed/tp1-dp64-pp1-zero3") side by side with the advisor's
+    pick for the same situation: each audited and estimated alike, with why it ranks where it does
+    (refused by a rule, does not fit, the planner's reason, or the margin to the pick)."""
+    if isinstance(layouts, (str, dict, Layout)):
+        layouts = [layouts]
+    rec = recommend(cluster, model, training, rules=rules, engine=engine, assumptions=assumptions)
+    reports = [audit_layout(rec.cluster, rec.model, Layout.parse(lay) if isinstance(lay, str) else lay, rec.training,
+                            rules=rules, engine=engine, assumptions=assumptions) for lay in layouts]
+    # the planner's own limits: its near-tie band, and the memory share above which a layout is tight
+    rows = compared_layouts(rec, reports, NEAR_TIE, 1 - memory_headroom(rec.training))
+    return Comparison(cluster=rec.cluster, model=rec.model, training=rec.training, layouts=rows, band=NEAR_TIE)
 
 
 def warm_up(*, rules: RulePaths = (), engine: str | None = None, units: bool = True) -> None:

@@ -17,7 +17,7 @@ from .costmodel import Assumptions, estimate, memory_only
 from .costmodel.assumptions import as_assumptions
 from .costmodel.context import is_shape_error
 from .errors import EngineError, EstimateError, InputError, UnknownEngineError
-from .facts import build_layout_facts, zero_only_fits
+from .facts import Versus, build_layout_facts, zero_only_fits
 from .inputs.coerce import (ENGINE_WANT, as_cluster, as_engine_name, as_layout, as_model, as_rule_paths, as_training,
                             resolve_layout)
 from .inputs.layout import Layout
@@ -107,9 +107,10 @@ def _finding_actions(book: RuleBook, fired: list[str]):
 
 def _judged(book: RuleBook, cluster: Cluster, model: Model, training: Training, layout: Layout, memory,
             engine_name: str | None, zero_only_fits: bool, trusted: bool,
-            assumptions=None) -> tuple[dict, list[str], str]:
+            assumptions=None, versus: Versus | None = None) -> tuple[dict, list[str], str]:
     """The layout facts, the layout-scope rules that fired on them, and the engine's name."""
-    facts = build_layout_facts(cluster, model, training, layout, memory, zero_only_fits, assumptions=assumptions)
+    facts = build_layout_facts(cluster, model, training, layout, memory, zero_only_fits, assumptions=assumptions,
+                               versus=versus)
     fired, engine = evaluate_rules(book, facts, engine_name, scope="layout", trusted=trusted)
     return facts, fired, engine
 
@@ -159,7 +160,7 @@ def layout_screening(book: RuleBook, cluster: Cluster, model: Model, training: T
 
 def audit(cluster: Any, model: Any, layout: Any, training: Any = None, *,
           rules: str | Path | tuple[str | Path, ...] | list[str | Path] | None = (),
-          engine: str | None = None, assumptions: Any = None) -> Audit:
+          engine: str | None = None, assumptions: Any = None, versus: Versus | None = None) -> Audit:
     """Every finding about `layout` at once: errors (the framework would refuse or crash), warnings
     (legal but unwise) and notes, each with the formula and its values, a fix and references, and a
     decision log (`Audit.trace`) of the rules that fired.
@@ -167,7 +168,9 @@ def audit(cluster: Any, model: Any, layout: Any, training: Any = None, *,
     `layout.framework` decides which framework's rules apply. Omitted degrees are 1; an omitted dp is
     derived from the GPU count; an omitted num_microbatches from the global batch. `assumptions`
     overrides the cost model's defaults (e.g. a framework that keeps bf16 gradient buffers). `rules`:
-    site rule files, one path or a tuple or list of them, as for recommend().
+    site rule files, one path or a tuple or list of them, as for recommend(). `versus`: the advisor's
+    own pick for the same situation, for the rules that compare with it (advisor.audit(compare=True)
+    passes it).
     """
     rules, engine = call_options(rules, engine)
     cluster, model = as_cluster(cluster), as_model(model)
@@ -176,13 +179,12 @@ def audit(cluster: Any, model: Any, layout: Any, training: Any = None, *,
     assumptions = as_assumptions(assumptions)
     book = rulebook_for(rules)
     est, note = _audit_estimate(cluster, model, layout, training, assumptions)
-    if note:
-        notes = [*notes, note]
+    notes = [*notes, *([note] if note else []), *([versus.note()] if versus is not None else [])]
     if est is not None:
         check_finite(est, layout.id)
     facts, fired, engine_name = _judged(book, cluster, model, training, layout, est.memory if est else None, engine,
                                         zero_only_fits(cluster, model, layout, training, assumptions), trusted=False,
-                                        assumptions=assumptions)
+                                        assumptions=assumptions, versus=versus)
     findings = _findings(book, facts, fired)
     if layout.num_microbatches is None and training.global_batch_size % (layout.micro_batch_size * layout.dp) == 0:
         layout = layout.model_copy(update={"num_microbatches": training.global_batch_size

@@ -54,7 +54,7 @@ FRAMEWORK_FORMATS = {
 ANY_FRAMEWORK_FORMATS = ("peft",)
 
 EXIT_STATUS = {
-    0: "success: a layout was recommended, the audit found no error, or a listing was printed",
+    0: "success: a layout was recommended, the audit found no error, or a comparison or a listing was printed",
     1: "no layout fits (recommend), or the audit found at least one error",
     2: "bad input or usage: the message names the field, what was given and what is wanted",
     3: "internal error in advisor (one line; --debug or ADVISOR_DEBUG=1 shows the traceback): please report",
@@ -62,6 +62,7 @@ EXIT_STATUS = {
     130: "interrupted (SIGINT)",
 }
 EXIT_INTERNAL, EXIT_OUTPUT, EXIT_INTERRUPTED = 3, 4, 130
+MIN_WIDTH = 40          # narrower, the wrapped text stops being readable
 
 
 def _finetune_args(r: argparse.ArgumentParser) -> None:
@@ -102,10 +103,9 @@ def _situation_args(r: argparse.ArgumentParser) -> None:
     model = r.add_mutually_exclusive_group(required=True)
     model.add_argument("--model", help="model preset name, e.g. llama-3-70b (see `advisor presets`)")
     model.add_argument("--hf-config", metavar="PATH", help="a Hugging Face config.json (or its folder)")
-    r.add_argument("--gpu", required=True, help="GPU preset name, e.g. H100-SXM-80GB")
+    _gpu_args(r)
     r.add_argument("--gpus", required=True, type=int, help="total number of GPUs")
-    r.add_argument("--gpus-per-node", type=int, help="GPUs per server (default: the GPU preset's)")
-    r.add_argument("--nvlink-domain", type=int, help="GPUs per NVLink domain (default: the GPU preset's)")
+    _network_args(r)
     r.add_argument("--seq-len", help="tokens per sequence, e.g. 4096, 8k, 128k (default: the model's context)")
     r.add_argument("--global-batch", type=int, help="sequences per optimizer step (default: about 4M tokens)")
     r.add_argument("--precision", choices=list(RECIPES), default="bf16",
@@ -137,6 +137,48 @@ def _situation_args(r: argparse.ArgumentParser) -> None:
                         "framework runs (megatron: megatron; deepspeed: deepspeed; megatron+deepspeed: "
                         "megatron or deepspeed; torchtitan: torchtitan), else exits 2")
     _debug_arg(r)
+
+
+def _gpu_args(r: argparse.ArgumentParser) -> None:
+    """The GPU: a preset, or a file of GPU fields for a part without one; memory and peak overridable."""
+    gpu = r.add_mutually_exclusive_group(required=True)
+    gpu.add_argument("--gpu", metavar="NAME", help="GPU preset name, e.g. H100-SXM-80GB (see `advisor presets`)")
+    gpu.add_argument("--gpu-spec", metavar="FILE",
+                     help="a GPU without a preset: a TOML or JSON file of its fields (schemas/gpu.schema.json), at "
+                          "least memory and peak_flops; omit nvlink_bandwidth for a PCIe card without NVLink")
+    r.add_argument("--gpu-memory", metavar="QTY", help='the GPU\'s memory instead of its preset\'s, e.g. "94 GiB"')
+    r.add_argument("--gpu-flops", metavar="QTY",
+                   help='the GPU\'s dense BF16 peak instead of its preset\'s, e.g. "835 TFLOP/s"')
+
+
+def _network_args(r: argparse.ArgumentParser) -> None:
+    """The nodes and the network (Cluster); the text output's first line repeats what was assumed."""
+    r.add_argument("--gpus-per-node", type=int, help="GPUs per server (default: the GPU preset's)")
+    r.add_argument("--nvlink-domain", type=int, help="GPUs per NVLink domain (default: the GPU preset's)")
+    r.add_argument("--inter-node-bandwidth", metavar="RATE",
+                   help="scale-out network bandwidth per GPU, one direction, e.g. 400Gbit/s for one NDR "
+                        "InfiniBand HCA per GPU (default: the GPU preset's reference server)")
+    r.add_argument("--intra-node-bandwidth", metavar="RATE",
+                   help='NVLink bandwidth per GPU, both directions, e.g. "600 GB/s" for bridged H100 PCIe '
+                        "pairs with --nvlink-domain 2 (default: the GPU's)")
+
+
+def _width_arg(r: argparse.ArgumentParser) -> None:
+    r.add_argument("--width", type=int, metavar="COLUMNS",
+                   help=f"wrap the text output to this many columns (default: the terminal's, or COLUMNS, else 80; "
+                        f"at least {MIN_WIDTH})")
+
+
+def _width(args) -> int:
+    """The text output's width: --width, else the terminal's (COLUMNS first, as shutil reads it)."""
+    import shutil
+
+    width = args.width if args.width is not None else shutil.get_terminal_size((80, 24)).columns
+    if args.width is not None and width < MIN_WIDTH:
+        from .errors import InputError
+
+        raise InputError("--width", width, f"at least {MIN_WIDTH} columns")
+    return max(MIN_WIDTH, width)
 
 
 def _debug_arg(p: argparse.ArgumentParser) -> None:
@@ -178,13 +220,20 @@ def _parser() -> argparse.ArgumentParser:
     _situation_args(r)
     _stack_args(r)
     r.add_argument("--micro-batch", type=int, help="sequences per GPU per forward pass (default: 1)")
-    r.add_argument("--explain", choices=["summary", "full"], default="summary", help="detail of the text output")
+    r.add_argument("--explain", nargs="?", choices=["brief", "summary", "full"], default="brief", const="summary",
+                   help="detail of the text output: brief (the default: the answer, its figures, three "
+                        "alternatives, the checklist), summary (--explain alone: the rules, notes and every "
+                        "alternative), full (the trace and the rejected layouts too)")
+    r.add_argument("-q", "--quiet", action="store_true",
+                   help="print only the recommended layout's id (nothing when no layout fits; exit 1)")
+    _width_arg(r)
 
     e = sub.add_parser("explain", help="recommend, and tell the whole decision: story, trace, why rules did not fire",
                        **_with_exit_status)
     _situation_args(e)
     _stack_args(e)
     e.add_argument("--micro-batch", type=int, help="sequences per GPU per forward pass (default: chosen)")
+    _width_arg(e)
 
     a = sub.add_parser("audit", help="check a layout: what the frameworks refuse, what is unwise, and why",
                        **_with_exit_status)
@@ -203,9 +252,24 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--recompute", choices=["none", "selective", "full"], default="none")
     a.add_argument("--offload", choices=["none", "optimizer", "optimizer+params"], default="none")
     a.add_argument("--offload-device", choices=["cpu", "nvme"], default="cpu")
+    a.add_argument("--no-compare", action="store_true",
+                   help="skip the comparison with the advisor's own pick (by default a legal layout estimated "
+                        "slower than the pick beyond the 8%% tie band gets a warning naming it)")
+    _width_arg(a)
 
-    pr = sub.add_parser("presets", help="list GPU and model presets")
+    c = sub.add_parser("compare", help="why not this layout: layouts side by side with the advisor's pick",
+                       **_with_exit_status)
+    c.add_argument("layouts", nargs="+", metavar="LAYOUT_ID",
+                   help="layout ids as recommend prints them, e.g. tp8-dp4-pp2-zero1-sp-nmb128 or "
+                        "deepspeed/tp1-dp64-pp1-zero3 (a framework word before an id is read as its prefix)")
+    _situation_args(c)
+    _stack_args(c)
+    _width_arg(c)
+
+    pr = sub.add_parser("presets", help="list GPU and model presets; with a NAME, that preset's figures and source")
+    pr.add_argument("name", nargs="?", metavar="NAME", help="a GPU or model preset (or alias), e.g. H100-PCIe")
     pr.add_argument("--json", action="store_true")
+    _width_arg(pr)
     _debug_arg(pr)
     for name, text in (("rules", "list the built-in rules (id, tier, title)"),
                        ("facts", "list the facts rule conditions may use")):
@@ -233,11 +297,10 @@ def _parser() -> argparse.ArgumentParser:
 def _situation(args):
     from .inputs.specs import Cluster, Model, Training
 
-    cluster = {"gpu": args.gpu, "gpus": args.gpus}
-    if args.gpus_per_node:
-        cluster["gpus_per_node"] = args.gpus_per_node
-    if args.nvlink_domain:
-        cluster["nvlink_domain"] = args.nvlink_domain
+    cluster = {"gpu": _gpu(args), "gpus": args.gpus}
+    for key in ("gpus_per_node", "nvlink_domain", "inter_node_bandwidth", "intra_node_bandwidth"):
+        if getattr(args, key):
+            cluster[key] = getattr(args, key)
     if args.profile:
         cluster["profile"] = args.profile
     training = {"precision": args.precision, "flash_attention": not args.no_flash_attention,
@@ -254,6 +317,23 @@ def _situation(args):
             training["framework_version"] = args.framework_version
     model = Model.from_hf_config(args.hf_config) if args.hf_config else Model.preset(args.model)
     return Cluster(**cluster), model, Training(**training)
+
+
+def _gpu(args):
+    """--gpu (a preset name, which Cluster resolves) or --gpu-spec (a file), with --gpu-memory and
+    --gpu-flops over either; an overridden GPU is named and sourced as such."""
+    from .inputs import presets
+    from .inputs.gpu_file import read_gpu_file
+    from .inputs.specs import GPU
+
+    overrides = {k: v for k, v in (("memory", args.gpu_memory), ("peak_flops", args.gpu_flops)) if v is not None}
+    if args.gpu_spec is None and not overrides:
+        return args.gpu
+    fields = read_gpu_file(args.gpu_spec) if args.gpu_spec is not None else presets.gpu(args.gpu, field="--gpu")
+    if overrides:
+        fields = {**fields, **overrides, "name": f"{fields.get('name', 'custom')} (modified)",
+                  "source": f"{fields.get('source', 'user-supplied')}; {' and '.join(overrides)} from the command line"}
+    return GPU(**fields)
 
 
 def _framework_version(fmt: str, given: str | None) -> str:
@@ -362,16 +442,28 @@ def _recommend(args) -> int:
     rec = recommend(cluster, model, training, rules=tuple(args.rules), engine=args.engine,
                     assumptions=_assumptions(args.assume))
     fmt = "json" if args.json else args.format
-    if fmt == "json":
+    if getattr(args, "quiet", False) and fmt == "text":
+        _quiet(rec)
+    elif fmt == "json":
         _emit(rec.model_dump_json(indent=2), as_json=True)
     elif fmt == "text":
-        _emit(rec.explain(args.explain))
+        _emit(rec.explain(args.explain, width=_width(args)))
     else:
         if rec.layout is not None:
             _check_format(fmt, rec.layout.framework)
         _emit_export(fmt, rec, rec.layout, rec.estimates.assumptions if rec.estimates else None,
                      _export_pin(fmt, args), rec.explain(args.explain))
     return 0 if rec.status == "recommended" else 1
+
+
+def _quiet(rec) -> None:
+    """-q: the layout id alone on stdout (Layout.parse reads it back); when nothing fits, one line on stderr."""
+    if rec.layout is not None:
+        _emit(rec.layout.id)
+        return
+    from .results.brief import infeasible_reason
+
+    _say(f"advisor: no layout fits: {infeasible_reason(rec)}")
 
 
 def _export_pin(fmt: str, args) -> str | None:
@@ -388,7 +480,7 @@ def _export_pin(fmt: str, args) -> str | None:
 
 
 def _audit(args) -> int:
-    from .auditor import audit
+    from .api import audit
     from .inputs.layout import Layout
 
     cluster, model, training = _situation(args)
@@ -401,29 +493,75 @@ def _audit(args) -> int:
     if args.num_microbatches is not None:
         fields["num_microbatches"] = args.num_microbatches
     report = audit(cluster, model, Layout(**fields), training, rules=tuple(args.rules), engine=args.engine,
-                   assumptions=_assumptions(args.assume))
+                   assumptions=_assumptions(args.assume), compare=not args.no_compare)
     fmt = "json" if args.json else args.format
-    if fmt == "json":
-        _emit(report.model_dump_json(indent=2), as_json=True)
-    elif fmt == "text":
-        _emit(report.explain())
-    else:
+    if not _emit_result(report, fmt, args):
         _emit_export(fmt, report, report.layout if report.ok else None, _assumptions(args.assume),
                      args.framework_version, report.explain())
     return 0 if report.ok else 1
 
 
+def _emit_result(result, fmt: str, args) -> bool:
+    """An Audit or a Comparison as JSON or as text wrapped to the width; False for a launch format."""
+    if fmt == "json":
+        _emit(result.model_dump_json(indent=2), as_json=True)
+    elif fmt == "text":
+        _emit(result.explain(width=_width(args)))
+    else:
+        return False
+    return True
+
+
+def _compare(args) -> int:
+    from .api import compare
+
+    cluster, model, training = _situation(args)
+    result = compare(cluster, model, _layout_ids(args.layouts), training, rules=tuple(args.rules), engine=args.engine,
+                     assumptions=_assumptions(args.assume))
+    fmt = "json" if args.json else args.format
+    if not _emit_result(result, fmt, args):
+        from .errors import InputError
+
+        raise InputError("--format", fmt, "text or json for compare (recommend and audit write launch configs)")
+    return 0
+
+
+def _layout_ids(words: list[str]) -> list:
+    """The layouts of `advisor compare`, parsed: "megatron  tp8-..." as recommend's summary printed it
+    (a framework word, then the id) reads as one layout; each id names the argument on an error."""
+    from .errors import InputError
+    from .inputs.layout import Layout
+
+    layouts, framework = [], None
+    for word in words:
+        if word in FRAMEWORK_FORMATS:           # megatron, deepspeed, megatron+deepspeed, torchtitan
+            framework = word
+            continue
+        text = f"{framework}/{word}" if framework not in (None, "megatron") and "/" not in word else word
+        framework = None
+        try:
+            layouts.append(Layout.parse(text))
+        except InputError as exc:
+            raise InputError("LAYOUT_ID", word, exc.want, exc.hint) from None
+    if not layouts:
+        raise InputError("LAYOUT_ID", " ".join(words), "at least one layout id, e.g. tp8-dp4-pp2-zero1-sp-nmb128")
+    return layouts
+
+
 def _presets(args) -> int:
     from .inputs import presets
 
+    if args.name is not None:
+        return _preset(args)
     if args.json:
         _emit(json.dumps({"gpus": presets.gpu_entries(), "models": presets.model_entries()}, indent=2), as_json=True)
         return 0
     lines = ["GPUs:"]
     for e in presets.gpu_entries():
         aliases = f" (aliases: {', '.join(e['aliases'])})" if e.get("aliases") else ""
+        link = "PCIe" if e.get("nvlink_domain") == 1 else f"NVLink {e.get('nvlink_domain', e.get('gpus_per_node', 8))}"
         lines.append(f"  {e['name']:<16} {e['memory']:>9}  {e['peak_flops']:>15} dense  "
-                     f"{e.get('gpus_per_node', 8)}/node{aliases}")
+                     f"{e.get('gpus_per_node', 8)}/node, {link}{aliases}")
     from .inputs.specs import Model
 
     lines.append("Models:")
@@ -431,7 +569,33 @@ def _presets(args) -> int:
         size = f"{Model.preset(e['name']).params / 1e9:.1f}B"
         lines.append(f"  {e['name']:<16} {size:>7}  layers {e['layers']:>3}  hidden {e['hidden']:>5}  "
                      f"heads {e['heads']:>3}/{e.get('kv_heads', e['heads'])}")
+    lines.append("`advisor presets NAME` prints one preset's figures and its source.")
     _emit("\n".join(lines))
+    return 0
+
+
+def _preset(args) -> int:
+    """One preset, GPU or model, by name or alias: every field it sets, then its source, wrapped."""
+    from .errors import UnknownPresetError
+    from .inputs import presets
+    from .results.brief import wrap_lines
+
+    try:
+        kind, fields = "gpu", presets.gpu(args.name, field="NAME")
+    except UnknownPresetError as not_gpu:
+        try:
+            kind, fields = "model", presets.model(args.name, field="NAME")
+        except UnknownPresetError as not_model:
+            close = [e.hint.partition("?")[0] + "?" for e in (not_gpu, not_model) if e.hint.startswith("did you mean")]
+            raise UnknownPresetError("NAME", args.name, not_gpu.known + not_model.known,
+                                     " ".join(close) or "`advisor presets` lists them") from None
+    if args.json:
+        _emit(json.dumps({"kind": kind, **fields}, indent=2), as_json=True)
+        return 0
+    lines = [f"{fields['name']} ({kind} preset)"]
+    lines += [f"  {key}: {value}" for key, value in fields.items() if key not in ("name", "source")]
+    lines.append(f"  source: {fields.get('source', '')}")
+    _emit("\n".join(wrap_lines(lines, _width(args))))
     return 0
 
 
@@ -599,7 +763,10 @@ def _validation_items(exc) -> list[tuple[dict, str]]:
     for err in exc.errors(include_url=False):
         ours = (err.get("ctx") or {}).get("error")
         if isinstance(ours, AdvisorError):          # raised by advisor's own validators: already have/want
-            items.append(({k: getattr(ours, k, None) for k in ("field", "have", "want", "hint")}, str(ours)))
+            fields = {k: getattr(ours, k, None) for k in ("field", "have", "want", "hint")}
+            if hasattr(ours, "known"):          # UnknownPresetError: the names, as data
+                fields["known"] = ours.known
+            items.append((fields, str(ours)))
             continue
         where = ".".join(str(p) for p in err["loc"])
         field = f"{exc.title}.{where}" if where else exc.title
@@ -615,8 +782,9 @@ def _validation_text(exc) -> str:
 
 def _error_object(exc: BaseException, code: int, message: str) -> dict:
     """The JSON error object: {"error": {"type", "exit_code", "message", "field", "have", "want",
-    "hint"}}, plus "path" and "rule_id" for a RuleFileError and "errors" (one per field) for a
-    pydantic ValidationError. Fields an error does not have are null."""
+    "hint"}}, plus "path" and "rule_id" for a RuleFileError, "known" (the preset names, as a list) for
+    an UnknownPresetError and "errors" (one per field) for a pydantic ValidationError. Fields an error
+    does not have are null."""
     obj = {"type": type(exc).__name__, "exit_code": code, "message": message,
            "field": None, "have": None, "want": None, "hint": None}
     if _is_validation_error(exc):
@@ -624,7 +792,7 @@ def _error_object(exc: BaseException, code: int, message: str) -> dict:
         obj.update(errors[0] if errors else {})
         obj["errors"] = errors
     else:
-        for key in ("field", "have", "want", "hint", "path", "rule_id"):
+        for key in ("field", "have", "want", "hint", "path", "rule_id", "known"):
             if hasattr(exc, key):
                 obj[key] = _jsonable(getattr(exc, key))
     return {"error": obj}
@@ -701,7 +869,8 @@ def _main(argv: list[str]) -> int:
         return _capacity(args)
     if args.command == "explain":
         args.explain = "full"
-    handler = {"recommend": _recommend, "explain": _recommend, "audit": _audit, "presets": _presets,
+    handler = {"recommend": _recommend, "explain": _recommend, "audit": _audit, "compare": _compare,
+               "presets": _presets,
                "rules": _rules, "facts": _facts, "completion": _completion, "measure": _measure}[args.command]
     return handler(args)
 

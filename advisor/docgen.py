@@ -32,6 +32,7 @@ from .inputs.layout import Layout
 from .inputs.profile import Profile
 from .inputs.specs import GPU, Cluster, Model, Training
 from .results.audit import Audit
+from .results.comparison import Comparison
 from .results.recommendation import Recommendation
 from .rulebook.actions import Action, Limit, ReportFinding
 from .rulebook.load import ID_RE, LEAF_RE, MAX_RULES_PER_FILE, PLACEHOLDER_RE, Rule, RuleBook, RuleSpec, load_rulebook
@@ -225,6 +226,10 @@ def schemas(book: RuleBook) -> dict[str, dict[str, Any]]:
             "runners-up, audit findings and the explanation trace."),
         "audit.schema.json": _model_schema(
             Audit, "serialization", "advisor.audit(...).model_dump_json(): every finding about one layout."),
+        "comparison.schema.json": _model_schema(
+            Comparison, "serialization",
+            "advisor.compare(...).model_dump_json(): layouts beside the advisor's pick, each audited and "
+            "estimated alike, with why it ranks where it does."),
         "estimate.schema.json": _model_schema(
             Estimate, "serialization", "advisor.estimate(...).model_dump_json(): memory, communication and time."),
         "capacity.schema.json": _model_schema(

@@ -27,7 +27,8 @@ from .inputs.precision import megatron_adam_dtypes, recipe
 from .inputs.specs import Cluster, Model, Training
 from .inputs.uncertainty import memory_headroom
 
-__all__ = ["FactSpec", "CATALOGUE", "LAYOUT_GROUPS", "build_facts", "build_layout_facts", "zero_only_fits",
+__all__ = ["FactSpec", "CATALOGUE", "LAYOUT_GROUPS", "Versus", "COMPARED_WITH", "build_facts", "build_layout_facts",
+           "zero_only_fits",
            "state_bytes_per_param", "torchtitan_layers_per_stage", "ZERO_ONLY_MAX_GPUS", "UNSTATED"]
 
 GIB = 2**30
@@ -53,7 +54,38 @@ def state_bytes_per_param(precision: str, optimizer: str = "adam", master: str =
 ZERO_ONLY_MAX_GPUS = 32
 
 # Groups that exist only when a concrete layout is being judged (audit rule files, scope "layout").
-LAYOUT_GROUPS = frozenset({"layout", "check", "assume"})
+LAYOUT_GROUPS = frozenset({"layout", "check", "assume", "versus"})
+
+
+COMPARED_WITH = "compared with the advisor's pick"
+
+
+@dataclass(frozen=True)
+class Versus:
+    """The audited layout beside the advisor's own pick for the same situation (the `versus.*` facts):
+    both estimated by the same cost model. api.audit(compare=True) builds it; the planner, which
+    owns the near-tie band, is not importable here, so `band` comes with it."""
+
+    pick: str            # the recommended layout's id
+    pick_step: float     # its estimated step time, seconds
+    step: float          # the audited layout's, seconds
+    band: float          # the planner's near-tie band (planner.ranking.NEAR_TIE), a fraction
+
+    def note(self) -> str:
+        """The comparison in one line, for the audit's decision log and text."""
+        return (f"{COMPARED_WITH} {self.pick}: est. step {self.step:.2f} s vs {self.pick_step:.2f} s "
+                f"({self.step / self.pick_step - 1:+.0%}); estimates within {self.band:.0%} are ties")
+
+    def facts(self) -> dict[str, Any]:
+        slower = self.step / self.pick_step - 1 if self.pick_step > 0 else 0.0
+        return {"compared": True, "pick": self.pick, "pick_step_s": _round(self.pick_step),
+                "step_s": _round(self.step), "slower_percent": _round(100 * slower),
+                "band_percent": _round(100 * self.band), "beyond_band": slower > self.band}
+
+
+# versus.* when no comparison was asked for (every audit by default, every candidate the planner screens)
+_NOT_COMPARED = {"compared": False, "pick": "", "pick_step_s": 0.0, "step_s": 0.0, "slower_percent": 0.0,
+                 "band_percent": 0.0, "beyond_band": False}
 
 
 @dataclass(frozen=True)
@@ -227,6 +259,14 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("assume.activation_offload_layers", int, "layers whose activations go to the host (Assumptions.activation_offload_layers)"),
     ("assume.megatron_main_grad_bytes", float, "bytes per Megatron main-gradient element (Assumptions.megatron_main_grad_bytes)"),
     ("assume.megatron_optimizer_bytes", float, "Megatron optimizer-state bytes per parameter (Assumptions.megatron_optimizer_bytes)"),
+    # --- scope "layout": the layout beside the advisor's own pick (audit(compare=True); else compared is false)
+    ("versus.compared", bool, "the audit estimated the advisor's recommendation for the same situation"),
+    ("versus.pick", str, "the recommended layout's id ('' when not compared)"),
+    ("versus.pick_step_s", float, "the recommended layout's estimated step time, seconds"),
+    ("versus.step_s", float, "this layout's estimated step time, seconds"),
+    ("versus.slower_percent", float, "100 * (versus.step_s / versus.pick_step_s - 1)"),
+    ("versus.band_percent", float, "the planner's near-tie band in percent: estimates closer than this are ties"),
+    ("versus.beyond_band", bool, "versus.slower_percent > versus.band_percent"),
 )
 
 ASSUMED = tuple(name.split(".", 1)[1] for name in CATALOGUE if name.startswith("assume."))
@@ -347,13 +387,14 @@ def release_number(version: str | None) -> int:
 
 def build_layout_facts(cluster: Cluster, model: Model, training: Training, layout, memory=None,
                        zero_only_fits: bool = False, situation: dict | None = None,
-                       assumptions=None) -> dict[str, dict[str, Any]]:
+                       assumptions=None, versus: Versus | None = None) -> dict[str, dict[str, Any]]:
     """Situation facts plus the `layout.*` and `check.*` groups for one layout under audit.
 
     `layout.dp` must be set. Every quotient guards its divisor, so an illegal layout still yields
     facts (and every finding at once) instead of an exception. `memory` is the cost model's
     MemoryEstimate, or None when it could not be computed. `situation`: build_facts(cluster, model,
-    training) when the caller already has it (its groups are shared, not copied: read-only).
+    training) when the caller already has it (its groups are shared, not copied: read-only). `versus`:
+    the advisor's own pick for the same situation, for the `versus.*` facts (else compared is false).
     """
     facts = build_facts(cluster, model, training) if situation is None else dict(situation)
     L = layout
@@ -428,6 +469,7 @@ def build_layout_facts(cluster: Cluster, model: Model, training: Training, layou
     if assumptions is None:
         assumptions = Assumptions()
     facts["assume"] = {name: getattr(assumptions, name) for name in ASSUMED}
+    facts["versus"] = versus.facts() if versus is not None else dict(_NOT_COMPARED)
     facts["check"]["activation_offload_all_layers"] = assumptions.activation_offload_layers >= model.layers
     facts["check"]["megatron_adam_expressible"] = megatron_adam_dtypes(assumptions.megatron_optimizer_bytes,
                                                                        training.precision) is not None

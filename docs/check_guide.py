@@ -20,6 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "docs" / "user-guide.md"
 
+WIDTH = 80
+
 # Files the guide's commands name that are not in the repository: (name, content).
 FIXTURES = {
     "bad-config.json": '{"model_type": "llama", "hidden_size": 4096}\n',
@@ -27,13 +29,16 @@ FIXTURES = {
                  .replace('when = "cluster.gpus >= 256"', 'when = "cluster.gpu >= 256"'),
     # the guide's example prices (capacity planning), the ```toml block after "**Prices.**"
     "prices.toml": re.search(r"\*\*Prices\.\*\*.*?```toml\n(.*?)```", GUIDE.read_text(encoding="utf-8"), re.S).group(1),
+    "mi210.toml": (ROOT / "docs" / "examples" / "mi210.toml").read_text(encoding="utf-8"),
 }
 
 
 def main() -> int:
     text = GUIDE.read_text(encoding="utf-8")
     changed = 0
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    # the width a terminal has by default: the text output wraps to it (COLUMNS, as the CLI reads it)
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+               COLUMNS=str(WIDTH))
     with tempfile.TemporaryDirectory() as tmp:
         for name, content in FIXTURES.items():
             Path(tmp, name).write_text(content, encoding="utf-8")

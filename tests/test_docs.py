@@ -137,7 +137,7 @@ def test_site_policy_example_end_to_end():
     SITE_EXAMPLE.test_end_to_end()
 
 
-@pytest.mark.parametrize("name", ["site-policy.toml", "test_site_policy.py"])
+@pytest.mark.parametrize("name", ["site-policy.toml", "test_site_policy.py", "mi210.toml"])
 def test_user_guide_shows_the_example_files_verbatim(name):
     guide = (DOCS / "user-guide.md").read_text(encoding="utf-8")
     assert (DOCS / "examples" / name).read_text(encoding="utf-8") in guide, \

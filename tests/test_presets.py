@@ -175,3 +175,41 @@ def test_qwen3_235b_a22b_recommendation_on_256_h100():
     assert lay.ep > 1 and 128 % lay.ep == 0                                     # experts are sharded
     assert rec.estimates.memory.fits
     assert rec.model.name == "qwen3-235b-a22b" and rec.training.global_batch_size == 2048
+
+
+# Issue 36: the parts users have that were refused with "run advisor presets". Each builds from its
+# datasheet figures (test_gpu_preset_builds_with_a_source above checks the source and its year).
+ISSUE_36_GPUS = {"H100-PCIe": (80, 756e12), "H100-NVL": (94, 835.5e12), "H200-NVL": (141, 835.5e12),
+                 "A100-80GB-PCIe": (80, 312e12), "A100-40GB-PCIe": (40, 312e12), "RTX-4090": (24, 165.2e12),
+                 "RTX-5090": (32, 209.5e12), "RTX-6000-Ada": (48, 364.2e12), "A6000": (48, 154.8e12),
+                 "L40": (48, 181.05e12), "MI250X": (64, 191.5e12), "MI325X": (256, 1307.4e12),
+                 "MI355X": (288, 2516.6e12), "H20": (96, 148e12), "GH200": (96, 989e12)}
+
+
+@pytest.mark.parametrize(("name", "figures"), sorted(ISSUE_36_GPUS.items()))
+def test_issue_36_presets(name, figures):
+    gpu = advisor.GPU(**presets.gpu(name))
+    assert (gpu.memory / GIB, gpu.peak_flops) == figures
+    assert "datasheet" in gpu.source or "whitepaper" in gpu.source or "specifications" in gpu.source
+
+
+@pytest.mark.parametrize("spelling", ["RTX4090", "rtx-4090", "H100-PCIe", "A100-PCIe", "mi250x", "H20"])
+def test_issue_36_spellings_resolve(spelling):
+    assert advisor.Cluster(gpu=spelling, gpus=8).gpu.name in ISSUE_36_GPUS
+
+
+@pytest.mark.parametrize("name", ["H100-PCIe", "A100-80GB-PCIe", "A100-40GB-PCIe", "RTX-4090", "RTX-5090",
+                                  "RTX-6000-Ada", "A6000", "L40"])
+def test_pcie_cards_have_no_nvlink_domain(name):
+    """A card whose NVLink bridge is optional or absent: every GPU-to-GPU transfer crosses PCIe."""
+    gpu = advisor.GPU(**presets.gpu(name))
+    assert gpu.nvlink_domain == 1 and gpu.nvlink_bandwidth in (64e9, 128e9)       # PCIe Gen4 / Gen5 x16
+    assert "PCIe" in gpu.source
+
+
+def test_nvl_bridges_and_the_mi250x_gcd():
+    assert advisor.Cluster(gpu="H100-NVL", gpus=16).nvlink_domain == 2            # the bridged pair
+    assert advisor.Cluster(gpu="H200-NVL", gpus=16).nvlink_domain == 4            # the 4-way bridge
+    gcd = advisor.GPU(**presets.gpu("MI250X"))
+    assert gcd.peak_flops_fp8 is None and "GCD" in gcd.source                       # one of the module's two dies
+    assert advisor.GPU(**presets.gpu("MI355X")).peak_flops_fp4 == pytest.approx(4 * 2516.6e12, rel=1e-4)

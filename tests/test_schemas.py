@@ -226,6 +226,14 @@ def test_audit_dump_validates_and_round_trips():
     assert advisor.Audit.model_validate_json(text).model_dump_json() == text
 
 
+def test_comparison_dump_validates_and_round_trips():
+    result = advisor.compare(advisor.Cluster(gpu="H100", gpus=64), "llama-3-70b",
+                             ["tp2-dp4-pp8-zero1-sp-rc:full", "tp16-dp4-pp1-zero1"])
+    text = result.model_dump_json()
+    _check(json.loads(text), "comparison.schema.json")
+    assert advisor.Comparison.model_validate_json(text).model_dump_json() == text
+
+
 def test_estimate_dump_validates(recommendation):
     _check(json.loads(recommendation.estimates.model_dump_json()), "estimate.schema.json")
 

@@ -11,7 +11,7 @@ import re
 from math import prod
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field, model_validator
 
 from ..errors import InputError
 from .screen import screen
@@ -67,7 +67,16 @@ class Layout(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _screen(cls, data: object) -> object:
-        return screen(cls, data)
+        data = screen(cls, data)
+        if isinstance(data, dict) and "id" in data:         # a JSON round trip: the id is derived, not a field
+            data = dict(data)
+            given = data.pop("id")
+            derived = cls(**data).id
+            if given != derived:
+                raise InputError("Layout.id", given, f"the id of the other fields given, {derived!r}",
+                                 "the id is derived from the fields: leave it out when you change one, "
+                                 "or build the layout from its id alone with Layout.parse")
+        return data
 
     @model_validator(mode="after")
     def _check(self) -> "Layout":
@@ -111,6 +120,10 @@ class Layout(BaseModel):
             return self.model_copy(update={"dp": world // mp})
         return self
 
+    @computed_field(description='The layout\'s id, which Layout.parse reads back: the degrees in Megatron rank '
+                                'order, then the options that differ from their defaults, e.g. '
+                                '"tp8-dp4-pp2-zero1-sp-nmb128"; another framework than Megatron-LM is a prefix '
+                                '("deepspeed/tp1-dp64-pp1-zero3").')
     @property
     def id(self) -> str:
         """The layout's id: readable, short in the common case, and distinct for distinct layouts

@@ -23,6 +23,7 @@ from .precision import Precision
 from .profile import Profile, load_profile, shipped_or_file
 from .screen import screen
 from .stacks import HF_STACKS, check_stack, check_stack_version
+from .gpu_file import is_gpu_file_name, read_gpu_file
 from .text import Label, SourceText
 from .units import to_bytes, to_bytes_per_second, to_count, to_flops_per_second, to_tokens
 
@@ -41,6 +42,9 @@ Tokens = Annotated[int, _unit(to_tokens, "seq_len")]
 Count = Annotated[int, _unit(to_count, "params")]
 
 
+# PCIe 4.0 x16, both directions (16 GT/s x 16 lanes, 128b/130b: 31.5 GB/s each way), as the L40S,
+# L4 and A10 presets record it: the link of a card whose nvlink_bandwidth is omitted.
+PCIE_GEN4_X16 = 64e9
 MAX_FP8_SPEEDUP = 3.0
 # Dense FP4 runs at 4-6x the dense 16-bit rate (B200 9 / 2.25 PFLOPS, GB300 15 / 2.5); 8x is the
 # sparse FP4 figure of a part whose FP4 is 4x, the slip this catches.
@@ -70,8 +74,12 @@ class GPU(_Frozen):
     """Dense FP4 peak without sparsity; None when the part has no FP4 tensor cores. Every part with
     FP4 tensor cores (Blackwell, MI355X) also has the block-scaled MX formats, so this also says
     whether precision "mxfp8" and "nvfp4" can run (advisor.inputs.precision)."""
-    nvlink_bandwidth: ByteRate
-    """Total NVLink (or Infinity Fabric) bandwidth per GPU, both directions, as vendors quote it."""
+    nvlink_bandwidth: ByteRate | None = None
+    """Total NVLink (or Infinity Fabric) bandwidth per GPU, both directions, as vendors quote it.
+    None: a card without NVLink (PCIe only). It then has no NVLink domain (nvlink_domain = 1, so every
+    GPU-to-GPU transfer is priced at network_bandwidth, as the L40S preset is) and this holds its PCIe
+    x16 figure for the record: 2 x host_bandwidth, else PCIE_GEN4_X16 (PCI-SIG PCIe 4.0: 16 GT/s x 16
+    lanes, 128b/130b = 31.5 GB/s per direction, quoted as 64 GB/s both directions)."""
     memory_bandwidth: ByteRate | None = None
     """Device memory (HBM) bandwidth, e.g. "3.35 TB/s". None: peak_flops / 150 bytes/s, the A100's
     FLOP:byte ratio (312e12 / 2.04e12 = 153), for a part whose datasheet you do not have."""
@@ -91,6 +99,8 @@ class GPU(_Frozen):
 
     @model_validator(mode="after")
     def _check(self) -> "GPU":
+        if self.nvlink_bandwidth is None:
+            self._no_nvlink()
         if self.memory < 2**30:
             raise InputError("GPU.memory", self.memory, "at least 1 GiB", 'write the unit, e.g. "80 GiB"')
         if self.peak_flops < 1e12:
@@ -108,8 +118,25 @@ class GPU(_Frozen):
                              "the dense FP4 peak, without sparsity (4-6x the dense 16-bit peak on Blackwell)")
         return self
 
+    def _no_nvlink(self) -> None:
+        """A PCIe card (nvlink_bandwidth omitted): one GPU per NVLink domain, the PCIe figure recorded."""
+        if self.nvlink_domain not in (None, 1):
+            raise InputError("GPU.nvlink_bandwidth", None, f"the NVLink bandwidth per GPU, since nvlink_domain is "
+                             f"{self.nvlink_domain}", "omit nvlink_domain for a PCIe card without NVLink")
+        pcie = 2 * self.host_bandwidth if self.host_bandwidth is not None else PCIE_GEN4_X16
+        object.__setattr__(self, "nvlink_bandwidth", pcie)
+        object.__setattr__(self, "nvlink_domain", 1)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "GPU":
+        """A GPU from a TOML or JSON file of its fields (schemas/gpu.schema.json), for a part without
+        a preset; InputError naming the file and the field when it is not one."""
+        return cls(**read_gpu_file(path))
+
 
 def _gpu_from(value: Any) -> Any:
+    if isinstance(value, Path) or isinstance(value, str) and is_gpu_file_name(value):
+        return GPU.from_file(value)
     if isinstance(value, str):
         return GPU(**presets.gpu(value, field="Cluster.gpu"))
     return value
@@ -130,7 +157,8 @@ class Cluster(_Frozen):
     """
 
     gpu: Annotated[GPU, BeforeValidator(_gpu_from)]
-    """A GPU preset name (see `advisor presets`) or a `GPU(...)`."""
+    """A GPU preset name (see `advisor presets`), a `GPU(...)`, or the path of a TOML or JSON file of
+    GPU fields (a `Path`, or a name ending in .toml or .json)."""
     gpus: int = Field(ge=1, le=MAX_GPUS)
     """Total number of GPUs (the world size)."""
     gpus_per_node: int | None = Field(None, ge=1, le=1024)

@@ -4,18 +4,22 @@ from __future__ import annotations
 
 from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from ..costmodel import Estimate
+from ..facts import COMPARED_WITH
 from ..inputs.layout import Layout
 from ..inputs.specs import Cluster, Model, Training
 from ..rulebook.load import Reference
-from .render import estimate_lines, named_layout
+from .brief import wrap_lines
+from .render import estimate_lines, named_layout, network_text
 from .trace import Trace
 
 __all__ = ["Audit", "Finding", "Screening", "Severity", "SEVERITY_ORDER"]
 
 Severity = Literal["error", "warning", "info"]
+# the rule that reads the versus.* facts: its finding states the comparison, so the text need not
+SLOWER_RULE = "advice.slower-than-recommended"
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 
@@ -72,6 +76,7 @@ class Audit(BaseModel):
     def ruleset_revision(self) -> str:
         return self.trace.ruleset_revision
 
+    @computed_field
     @property
     def ok(self) -> bool:
         """True when no finding is an error (the frameworks would accept the layout)."""
@@ -85,12 +90,26 @@ class Audit(BaseModel):
     def warnings(self) -> list[Finding]:
         return [f for f in self.findings if f.severity == "warning"]
 
-    def explain(self) -> str:
+    def explain(self, width: int | None = None) -> str:
+        """The findings, then the estimate; `width`: wrap every line to that many columns (None: as written)."""
+        return "\n".join(wrap_lines(self._text().split("\n"), width))
+
+    def _comparison(self) -> list[str]:
+        """The comparison with the advisor's pick (audit(compare=True)) when no finding already says it."""
+        if any(f.rule_id == SLOWER_RULE for f in self.findings):
+            return []
+        said = next((e.message for e in self.trace.events if e.op == "input" and e.message.startswith(COMPARED_WITH)),
+                    None)
+        return [f"{said[0].upper()}{said[1:]}"] if said else []
+
+    def _text(self) -> str:
         lay = self.layout
-        head = (f"Audit of {named_layout(lay.framework, lay)} for {self.model.name} on {self.cluster.gpus} x {self.cluster.gpu.name}"
-                f" (seq {self.training.seq_len}, global batch {self.training.global_batch_size})")
+        head = (f"Audit of {named_layout(lay.framework, lay)} for {self.model.name} on {self.cluster.gpus} x "
+                f"{self.cluster.gpu.name} ({network_text(self.cluster)}; seq {self.training.seq_len}, global batch "
+                f"{self.training.global_batch_size})")
         counts = {s: sum(f.severity == s for f in self.findings) for s in SEVERITY_ORDER}
         lines = [head, f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} note(s)"]
+        lines += self._comparison()
         lines += [f.line() for f in self.findings]
         if self.estimates is not None:
             lines += ["", *estimate_lines(self.estimates)]

@@ -10,6 +10,7 @@ from ..costmodel import Estimate
 from ..inputs.layout import Framework, Layout
 from ..inputs.specs import Cluster, Model, Training
 from .audit import Finding
+from .brief import DEFAULT_WIDTH, brief_text, wrap_lines
 from .render import recommendation_text, story
 from .trace import Trace
 
@@ -62,9 +63,13 @@ class Recommendation(BaseModel):
         """Per-GPU memory breakdown of the chosen layout (most-loaded rank), or None."""
         return None if self.estimates is None else self.estimates.memory
 
-    def explain(self, level: Literal["summary", "full"] = "summary") -> str:
-        """Human-readable account: the layout, its memory, the rules that chose it, what lost, what to check."""
-        return recommendation_text(self, level)
+    def explain(self, level: Literal["brief", "summary", "full"] = "summary", width: int | None = None) -> str:
+        """Human-readable account: the layout, its memory, the rules that chose it, what lost, what to check.
+        "brief": the first screen only (the CLI's default); "full" adds the facts, references and the trace.
+        `width`: wrap every line to that many columns (None: brief's 80; the others as written)."""
+        if level == "brief":
+            return brief_text(self, width or DEFAULT_WIDTH)
+        return "\n".join(wrap_lines(recommendation_text(self, level, width or 100).split("\n"), width))
 
     def story(self) -> str:
         """The decision in a few sentences: what the rules chose and why, what fit, what lost."""

@@ -12,7 +12,7 @@ from ..inputs.units import format_bytes
 from ..rulebook.actions import Effect
 
 __all__ = ["CHOICE_WORDS", "OVER_STATED", "BEYOND_STATED", "OVER_PREFERENCE", "effect_text", "estimate_lines", "named_layout",
-           "pipeline_line", "recommendation_text", "story"]
+           "network_text", "pipeline_line", "recommendation_text", "story"]
 
 _BAR = 40
 CHOICE_WORDS = {"framework": "framework", "zero_stages": "ZeRO stages allowed", "frameworks": "frameworks allowed",
@@ -68,7 +68,7 @@ def estimate_lines(est: Estimate) -> list[str]:
     lines = [f"Memory per GPU (most-loaded rank, stage {m.stage}): {m.total / gib:.1f} of {m.capacity / gib:.1f} GiB, "
              f"headroom {m.headroom / gib:.1f} GiB"]
     for name, value in terms:
-        bar = "#" * round(_BAR * value / m.capacity) if m.capacity else ""
+        bar = _bar(value, m.capacity)
         lines.append(f"  {name:<12}{value / gib:>7.1f} GiB  {bar}")
     if m.offloaded_to_host or m.offloaded_to_nvme:
         lines.append(f"  offloaded   {m.offloaded_to_host / gib:>7.1f} GiB to host, {m.offloaded_to_nvme / gib:.1f} GiB to NVMe")
@@ -82,6 +82,14 @@ def estimate_lines(est: Estimate) -> list[str]:
     if comm:
         lines.append(f"Communication per step (before overlap): {comm}")
     return lines
+
+
+def _bar(value: float, capacity: float) -> str:
+    """A term's share of GPU memory as up to _BAR marks; a term larger than the GPU ends in ">"."""
+    if not capacity:
+        return ""
+    marks = round(_BAR * value / capacity)
+    return "#" * marks if marks <= _BAR else "#" * (_BAR - 1) + ">"
 
 
 def _runs(sizes: list[int]) -> str:
@@ -118,14 +126,14 @@ def pipeline_line(layout: Layout, model: Model) -> str | None:
     return text
 
 
-def recommendation_text(rec, level: str = "summary") -> str:
+def recommendation_text(rec, level: str = "summary", width: int = 100) -> str:
     """The account of a Recommendation `rec` (untyped: its module imports this one): the layout, its
     memory, the rules that chose it, what lost, what to check; `level` "full" adds each rule's facts
-    and references, the raw trace and the rules that did not fire."""
+    and references, the raw trace and the rules that did not fire. `width`: the story's paragraph."""
     full = level == "full"
-    sections = [_situation(rec) + ["", textwrap.fill(story(rec), width=100), ""] + _choice(rec),
+    sections = [_situation(rec) + ["", textwrap.fill(story(rec), width=width), ""] + _choice(rec),
                 estimate_lines(rec.estimates) if rec.estimates is not None else [],
-                _why(rec, full), _planner_notes(rec), _alternatives(rec), _audit_of_choice(rec), _checklist(rec)]
+                _why(rec, full), _planner_notes(rec, full), _alternatives(rec), _audit_of_choice(rec), _checklist(rec)]
     if full:
         sections += [["Trace:", rec.trace.render()], _not_fired(rec)]
     lines = sections[0]
@@ -136,9 +144,17 @@ def recommendation_text(rec, level: str = "summary") -> str:
 
 def _situation(rec) -> list[str]:
     c, m, t = rec.cluster, rec.model, rec.training
-    return [f"{m.name} ({m.params / 1e9:.1f}B params) on {c.gpus} x {c.gpu.name} "
-            f"({c.nodes} node{'s' if c.nodes > 1 else ''} x {c.gpus_in_node}, NVLink domain {c.nvlink_domain}), "
+    return [f"{m.name} ({m.params / 1e9:.1f}B params) on {c.gpus} x {c.gpu.name} ({network_text(c)}), "
             f"seq {t.seq_len}, global batch {t.global_batch_size}, {t.precision}"]
+
+
+def network_text(cluster) -> str:
+    """The nodes and the links the estimate assumed: "8 nodes x 8, NVLink domain 8 (900 GB/s per GPU),
+    network 400 Gbit/s per GPU" (NVLink as vendors quote it, both directions; the network one way)."""
+    c = cluster
+    return (f"{c.nodes} node{'s' if c.nodes > 1 else ''} x {c.gpus_in_node}, NVLink domain {c.nvlink_domain} "
+            f"({c.intra_node_bandwidth / 1e9:,.0f} GB/s per GPU), network {c.inter_node_bandwidth * 8 / 1e9:,.0f} "
+            f"Gbit/s per GPU")
 
 
 def _choice(rec) -> list[str]:
@@ -167,10 +183,16 @@ def _why(rec, full: bool) -> list[str]:
     return lines
 
 
-def _planner_notes(rec) -> list[str]:
-    events = [e for e in rec.trace.events if e.op in ("reject", "note", "input")]
-    return (["Assumptions, rejections and notes:"]
-            + [f"  - {e.op}: {(e.candidate + ': ') if e.candidate else ''}{e.message}" for e in events]) if events else []
+def _planner_notes(rec, full: bool = True) -> list[str]:
+    """The input, reject and note events; below "full", a recommendation's rejections only counted."""
+    shown = ("reject", "note", "input") if full or rec.layout is None else ("note", "input")
+    events = [e for e in rec.trace.events if e.op in shown]
+    lines = [f"  - {e.op}: {(e.candidate + ': ') if e.candidate else ''}{e.message}" for e in events]
+    rejected = sum(e.op == "reject" for e in rec.trace.events) if "reject" not in shown else 0
+    if rejected:
+        plural = "s" if rejected > 1 else ""
+        lines.append(f"  - {rejected} candidate layout{plural} rejected (--explain full lists them)")
+    return ["Assumptions, rejections and notes:", *lines] if lines else []
 
 
 def _alternatives(rec) -> list[str]:

@@ -47,11 +47,26 @@ def _lookup(kind: str, name: object, field: str) -> dict[str, Any]:
     entry = table.get(name.lower()) if isinstance(name, str) else None
     if entry is None:
         names = [e["name"] for e in _entries(kind)]
-        close = difflib.get_close_matches(str(name).lower(), list(table), n=3, cutoff=0.5)
-        suggestions = list(dict.fromkeys(table[c]["name"] for c in close))
-        hint = f"did you mean {', '.join(suggestions)}?" if suggestions else "run `advisor presets`"
-        raise UnknownPresetError(field, name, names, hint)
+        suggestions = _close(str(name).lower(), table)
+        hint = f"did you mean {', '.join(suggestions)}?" if suggestions else "`advisor presets` lists them."
+        raise UnknownPresetError(field, name, names, hint + _DESCRIBE.get(kind, ""))
     return {k: v for k, v in entry.items() if k not in _META_KEYS}
+
+
+# What to do when no preset fits: say it in the error, where the user is stuck.
+_DESCRIBE = {"gpu": " A GPU without a preset: a TOML or JSON file of its fields (--gpu-spec FILE; "
+                    "Cluster(gpu=\"my-gpu.toml\")) or advisor.GPU(memory=..., peak_flops=...)",
+             "model": " A model without a preset: its Hugging Face config.json (--hf-config PATH; "
+                      "Model.from_hf_config) or advisor.Model(layers=..., hidden=..., ...)"}
+
+
+def _close(name: str, table: dict[str, dict[str, Any]]) -> list[str]:
+    """Up to three preset names close to `name`, those of the same family (the text before the first
+    "-": "h100" for "H100-80GB") first, so that H100-SXM-80GB comes before A100-80GB."""
+    close = difflib.get_close_matches(name, list(table), n=5, cutoff=0.5)
+    family = name.split("-")[0]
+    close.sort(key=lambda key: key.split("-")[0] != family)        # stable: difflib's order otherwise
+    return list(dict.fromkeys(table[key]["name"] for key in close))[:3]
 
 
 def gpu(name: str, field: str = "gpu") -> dict[str, Any]:
