@@ -93,3 +93,14 @@ def test_a_stack_without_sequence_parallelism_gets_no_advice_to_turn_it_on():
     stated = training.model_copy(update={"framework": "megatron-lm", "framework_version": "2019"})
     assert "megatron.tp-without-sp" in {f.rule_id for f in advisor.audit(cluster, "llama-2-7b", layout, training).findings}
     assert "megatron.tp-without-sp" not in {f.rule_id for f in advisor.audit(cluster, "llama-2-7b", layout, stated).findings}
+
+
+def test_a_choice_moved_by_advice_says_so_in_the_trace():
+    """Llama 3 70B at 32k on 32 B200s: the tie-break's first (TP 4 x CP 2 x PP 4) draws
+    advice.small-cluster-tp-pp-when-zero-fits, a near-tie does not; the trace names both."""
+    import advisor
+    rec = advisor.recommend(advisor.Cluster(gpu="B200", gpus=32), "llama-3-70b",
+                            advisor.Training(seq_len=32768, global_batch_size=256))
+    moved = [e for e in rec.trace.events if e.op == "note" and e.message.startswith("advice moved the choice")]
+    assert len(moved) == 1 and rec.layout.id in moved[0].message
+    assert "advice.small-cluster-tp-pp-when-zero-fits" in moved[0].message

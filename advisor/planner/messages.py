@@ -100,6 +100,14 @@ def margins(ties: Ties) -> tuple[str, str]:
     return memory, band
 
 
+def advice_move_note(first: Candidate, chosen: Candidate, ties: Ties) -> str:
+    """Why the choice is not the tie-break's first: that layout draws audit advice the choice avoids."""
+    avoided = sorted({r for r, _ in first.advice or ()} - {r for r, _ in chosen.advice or ()})
+    return (f"advice moved the choice: {first.layout.id} (est. {first.step_time:.2f} s) comes first by the "
+            f"tie-break but draws the audit's {', '.join(avoided)}; {chosen.layout.id} (est. "
+            f"{chosen.step_time:.2f} s), within {ties.band:.1%} of the fastest, does not")
+
+
 def advice_note(rule_id: str, message: str, chosen: Candidate, best: Candidate | None, kept: set[str],
                 ties: Ties, fastest: float) -> str:
     """Why the choice keeps an advice of its own audit: no near-tie avoids it, and what the fastest

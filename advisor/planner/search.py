@@ -32,7 +32,7 @@ from ..inputs.specs import Cluster, Model, Training
 from .candidates import Alternative, Candidate, Closest, PlanResult
 from .events import PlanEvent
 from ..results.audit import Screening
-from .messages import advice_note, host_need, host_short, need_and_capacity, note_search, short_of, shortfall
+from .messages import advice_move_note, advice_note, host_need, host_short, need_and_capacity, note_search, short_of, shortfall
 from .ranking import Ties, ordered, tie_break, tie_terms, why_lost
 from .space import MBS_OPTIONS, OFFLOAD, RECOMPUTE, Policy, Shape, base_of, shapes, stages, variants_of
 
@@ -84,7 +84,7 @@ def advised(cand: Candidate) -> set[str]:
 def pick(ordered: list[Candidate], check_fn, checked: dict, max_alternatives: int, band: float):
     """The choice and up to max_alternatives more of other shapes, in `ordered`'s order, skipping every
     layout the audit's legality rules refuse; (chosen, alternatives, [(rule id, message, layout id) of
-    each refused one]). The choice is the first legal layout, unless its own audit advises against it
+    each refused one], the first legal layout when the advice below passed it over, else None). The choice is the first legal layout, unless its own audit advises against it
     (an "advice"-tier warning) and a legal near-tie (within `band` of the fastest of its group) draws
     only part of that advice: then the first such layout in the tie order, and so on from it, so that
     the pick never carries advice that a near-tie avoids (band 0: the first legal layout)."""
@@ -101,9 +101,9 @@ def pick(ordered: list[Candidate], check_fn, checked: dict, max_alternatives: in
             rejected.setdefault(id(cand), (rule_id, message, cand.layout.id))
         return not screening.errors
 
-    chosen = next((c for c in ordered if legal(c)), None)
+    chosen = first = next((c for c in ordered if legal(c)), None)
     if chosen is None:
-        return None, [], list(rejected.values())
+        return None, [], list(rejected.values()), None
     if chosen.advice and band > 0:
         limit = min(c.step_time for c in ordered if c.tight is chosen.tight) * (1 + band)
         for cand in ordered[ordered.index(chosen) + 1:]:
@@ -124,7 +124,7 @@ def pick(ordered: list[Candidate], check_fn, checked: dict, max_alternatives: in
             continue
         listed.add(shape)
         alternatives.append(cand)
-    return chosen, alternatives, list(rejected.values())
+    return chosen, alternatives, list(rejected.values()), (first if first is not chosen else None)
 
 
 class Search:
@@ -183,10 +183,13 @@ class Search:
         if not self.found:
             return None, self.closest
         self.fine()
-        chosen, alternatives, rejected = self.settle()
+        chosen, alternatives, rejected, passed_over = self.settle()
         if chosen is not None and self.max_alternatives:
             alternatives += self.best_of_missing_kinds([c.layout for c in (chosen, *alternatives)])
             self.explain_advice(chosen)
+            if passed_over is not None:
+                self.result.events.append(PlanEvent("note", advice_move_note(passed_over, chosen, self.ties),
+                                                    chosen.layout.id))
         self.report(chosen, rejected)
         if self.keep_ranking:
             self.rank_everything()
@@ -476,7 +479,8 @@ class Search:
         while True:
             # (a comparison-only search, with no alternatives (families.other_family), gives its family's
             # best by the tie-break alone; a move to that family searches it again, advice included)
-            chosen, alternatives, rejected = pick(ordered(self.found, self.ties), self.check_fn, self.checked,
+            chosen, alternatives, rejected, passed_over = pick(ordered(self.found, self.ties), self.check_fn,
+                                                               self.checked,
                                                   self.max_alternatives, self.ties.band if self.max_alternatives else 0.0)
             if chosen is not None and chosen.advice and self.max_alternatives and not band_sized:
                 band_sized = True
@@ -486,7 +490,7 @@ class Search:
                 if len(self.found) != before:
                     continue
             if chosen is None or not self.complete_alternatives(chosen, alternatives, rejected, every):
-                return chosen, alternatives, rejected
+                return chosen, alternatives, rejected, passed_over
 
     def complete_alternatives(self, chosen: Candidate, alternatives: list[Candidate], rejected: list,
                               every: list) -> bool:
