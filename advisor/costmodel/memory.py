@@ -418,9 +418,10 @@ _split_of = lru_cache(maxsize=256)(pipeline_split)
 
 def chunk_share(c: Ctx, k: int, inflight: int) -> float | None:
     """Stage k's layers whose activations its rank holds at its peak, as a multiple of all its layers;
-    None when its vpp chunks are even (then inflight / v). Otherwise each in-flight forward holds its own chunk's
-    layers (inputs.pipeline.pipeline_split), and the interleaved schedule runs the forwards chunk by
-    chunk in groups of p micro-batches (schedules.py get_model_chunk_id: chunk (i // p) % v), so at its
+    None when its vpp chunks are even (then inflight / v). Otherwise each in-flight forward holds its
+    own chunk's layers (inputs.pipeline.pipeline_split), and the interleaved schedule runs the forwards
+    chunk by chunk in groups of p micro-batches (Megatron-Core pipeline_parallel/schedules.py
+    get_schedule_table, main L989 @ d98e8a64: forward i runs chunk (i // p) % v), so at its
     peak the last rank holds vpp - 1 full groups and one micro-batch of its last chunk, the loss's
     chunk that holds one decoder layer less, or none (Llama 3.1 405B on 16 x 8: 112 layers in flight,
     not 113 x 7/8 = 98.9); the first rank, the most groups of its embedding's smaller first chunk."""

@@ -679,8 +679,9 @@ def _pipeline_split(out: _Args, layout: Layout, model: Model) -> None:
         return
     split = pipeline_split(model.layers, layout.pp, layout.vpp)
     if split is None:
-        raise refused("Layout.vpp", layout.vpp, "at most the layers of the lightest pipeline stage per rank, + 1 on "
-                      "the first and last (the embedding's and the loss's chunk)", "megatron.virtual-stage-needs-a-layer",
+        raise refused("Layout.vpp", layout.vpp, "at most the layers of the lightest pipeline stage per rank, + 1 "
+                      "on the first and last (the embedding's and the loss's chunk)",
+                      "megatron.virtual-stage-needs-a-layer",
                       f"layers({model.layers}) over pp({layout.pp}): the lightest stage holds "
                       f"{min(stage_layers(model.layers, layout.pp))}")
     if split.form in ("account-embedding-loss", "account-loss"):

@@ -99,7 +99,6 @@ def note_search(result: PlanResult, found: list[Candidate], floors: dict, varian
                                    f"unhidden communication, least bubble) cannot change the choice"))
 
 
-
 def pipeline_note(layout: Layout, model: Model) -> str | None:
     """Why the chosen interleaved layout's split counts the embedding and the loss as layers (issue 29),
     or None: the first and last ranks, which also run the embedding and the logits and loss, hold a
@@ -112,9 +111,10 @@ def pipeline_note(layout: Layout, model: Model) -> str | None:
     both = split.accounted == 2
     counted = "the embedding and the loss" if both else "the loss"
     flags = ("--account-for-embedding-in-pipeline-split " if both else "") + "--account-for-loss-in-pipeline-split"
-    ranks = f"{split.ranks[0]} | {split.ranks[1]} x {len(split.ranks) - 2} | {split.ranks[-1]}" if len(split.ranks) > 2 \
-        else " | ".join(map(str, split.ranks))
+    r = split.ranks
+    ranks = f"{r[0]} | {r[1]} x {len(r) - 2} | {r[-1]}" if len(r) > 2 else " | ".join(map(str, r))
     return (f"{layout.id}: its pipeline counts {counted} as layers, {model.layers} + {split.accounted} = "
-            f"{model.layers + split.accounted} over pp {layout.pp} x vpp {layout.vpp} model chunks of {split.per_chunk}, "
+            f"{model.layers + split.accounted} over pp {layout.pp} x vpp {layout.vpp} model chunks of "
+            f"{split.per_chunk}, "
             f"so the ranks that also run the embedding or the logits and loss hold a layer less ({ranks}) and every "
             f"chunk the same load; Megatron-Core runs it with {flags}")
