@@ -24,11 +24,9 @@
   host's time to issue the kernels (kernels.host_layer_seconds, kernels.combine_host). Checked against
   the measured H200 layers (benchmarks/measured_h200.py) and published throughput
   (benchmarks/calibrate_2025.py, benchmarks/calibrate_korthikanti.py).
-- Pipeline: step = m x (slowest stage's micro-batch time) + fill and drain (Narayanan et al. 2021 §2.2:
-  bubble (p-1)/m, interleaved (p-1)/(v*m), for equal stages; `_fill_and_drain`: each other stage's
-  micro-batch time once, over v, so the lighter first and last stages of an uneven split shorten it),
-  plus DP communication not hidden by the backward of the last micro-batch of each model chunk
-  (`_overlapped_tail`), plus the optimizer step.
+- Pipeline: step = (m + (p-1)/v) x (slowest stage's micro-batch time) (Narayanan et al. 2021 §2.2:
+  bubble (p-1)/m, interleaved (p-1)/(v*m)), plus DP communication not hidden by the backward of the
+  last micro-batch of each model chunk (`_overlapped_tail`), plus the optimizer step.
 """
 
 from __future__ import annotations
@@ -764,26 +762,6 @@ def optimizer_time(c: Ctx, A, dense: float, expert: float) -> float:
     return t
 
 
-def _fill_and_drain(c: Ctx, per_stage: dict, slow: int) -> float:
-    """The pipeline's fill and drain in micro-batch times: each stage but the slowest once, sum_k t_k -
-    t_slow (a micro-batch enters the slowest stage after the stages before it and leaves through those
-    after it, forward and backward; the slowest then sets the pace for the other m - 1). Equal stages
-    give Narayanan et al. 2021 §2.2's (p - 1) * t; the lighter first and last stages of an uneven split
-    (megatron_split, the embedding's and the loss's ranks) shorten it. `per_stage`: stage -> time of
-    the stages that can be the slowest (c.candidates); each other middle stage, which holds no more
-    layers than the heaviest candidate middle stage (the first, when no middle stage is one), is
-    counted at that stage's time, an upper bound."""
-    p = c.pp
-    if p == 1:
-        return 0.0
-    middle = [t for k, t in per_stage.items() if 0 < k < p - 1]
-    rest = p - len(per_stage)               # middle stages that are not candidates
-    total = sum(per_stage.values())
-    if rest:
-        total += rest * (max(middle) if middle else per_stage[0])
-    return total - per_stage[slow]
-
-
 def time_terms(c: Ctx, A, stage_params: dict):
     """Returns a dict with every time output. `stage_params`: stage -> (dense, expert) params."""
     p, v, m = c.pp, c.vpp, c.m
@@ -809,7 +787,7 @@ def time_terms(c: Ctx, A, stage_params: dict):
     compute_time = m * S["comp"]
     # the fill and drain of the pipeline have no compute to hide the send/recv behind, so the
     # bubble's micro-batch time carries the full p2p time even where the steady state overlaps it
-    bubble_time = _fill_and_drain(c, {k: st["t_mb"] + st["pp"][1] - st["pp"][2] for k, st in stages.items()}, slow) / v
+    bubble_time = (p - 1) / v * (t_mb + S["pp"][1] - S["pp"][2])
     per_mb_exposed = t_mb - S["comp"]
     exposed_comm = m * per_mb_exposed + dp_once_exposed
     step = compute_time + bubble_time + exposed_comm + opt
@@ -826,15 +804,13 @@ def variant_floors(c: Ctx, A, T: dict, variants) -> dict:
     (b, v) in `variants`, given T = time_terms of c. The planner tries a variant only when its bound
     can reach the best estimate.
 
-    The step is m * t_mb + bubble + DP tail + optimizer with bubble = (sum_k t_k - t_slow) / v
-    (_fill_and_drain, t_k >= each stage's t_mb), and t_mb on the slowest stage is at least the largest,
-    over the stages, of these per-micro-batch terms X_k(b), each of which only grows with recompute: compute, the TP collectives that are never
+    The step is m * t_mb + bubble + DP tail + optimizer with bubble = (p-1)/v * (>= t_mb), and t_mb
+    on the slowest stage is at least the largest, over the stages, of these per-micro-batch terms
+    X_k(b), each of which only grows with recompute: compute, the TP collectives that are never
     hidden (forward; under SP also the backward all-gathers; with tp_comm_overlap the non-overlapped
     share of all), the EP all-to-all and the Ulysses all-to-all. (Selective recompute's charge for
     any `recompute_modules` is a part of full recompute's: _selective_extra, _ep_per_microbatch.) Hence
-        step >= m_b * max_k X_k(b) + (sum_k X_k(b) - max_k X_k(b)) / v + optimizer,    m_b = m * c.b / b
-    (m * t_slow + (sum_k t_k - t_slow) / v is at least that whichever stage is the slowest, as m >= 1 / v,
-    with each stage not a candidate counted as _fill_and_drain counts it on both sides).
+        step >= (m_b + (p-1)/v) * max_k X_k(b) + optimizer,    m_b = m * c.b / b.
     Dropped as >= 0 (they shrink with a larger overlap window, so more recompute could lower them):
     ring-CP and PP exposure, the async TP backward, DP traffic. The optimizer step does not depend
     on b, v or recompute, except under parameter offload. tests/test_planner_refine.py checks the
@@ -854,7 +830,7 @@ def shape_floor(c: Ctx, A, variants) -> float:
 
 
 def _floors(c: Ctx, A, variants, own: dict | None, opt: float) -> dict:
-    """{(b, v): m * c.b / b * max_k X_k(b) + _fill_and_drain(X(b)) / v + opt} over the stages k of `own` (stage ->
+    """{(b, v): (m * c.b / b + (p-1)/v) * max_k X_k(b) + opt} over the stages k of `own` (stage ->
     c's own (compute, EP) terms, reused at c's micro-batch) or, when None, over c.candidates."""
     per_b = {}
     stages = own if own is not None else c.candidates
@@ -865,7 +841,7 @@ def _floors(c: Ctx, A, variants, own: dict | None, opt: float) -> dict:
         if b != c.b:
             ctx = _new(Ctx)
             ctx.__dict__ = dict(c.__dict__, b=b)
-        worst, xs = 0.0, {}
+        worst = 0.0
         compute_plan, tp_plan_, cp_plan_, ep_plan_ = _plans(ctx, A)
         for k in stages:
             _, n_dense, n_moe = c.split[k]
@@ -884,9 +860,8 @@ def _floors(c: Ctx, A, variants, own: dict | None, opt: float) -> dict:
             x += ep_floor
             if ctx.deepspeed:   # Ulysses all-to-all: exposed whatever the window
                 x += cp_per_microbatch(ctx, A, n_dense + n_moe, 0.0, cp_plan_, kinds)[2]
-            xs[k] = x
             if x > worst:
                 worst = x
-        per_b[b] = (worst, _fill_and_drain(c, xs, max(xs, key=xs.get)))
-    m_times_b = c.m * c.b
-    return {(b, v): m_times_b / b * per_b[b][0] + per_b[b][1] / v + opt for b, v in variants}
+        per_b[b] = worst
+    m_times_b, p = c.m * c.b, c.pp
+    return {(b, v): (m_times_b / b + (p - 1) / v) * per_b[b] + opt for b, v in variants}
