@@ -22,7 +22,7 @@ from .costmodel.memory import model_state_bytes_per_param, state_args
 from .errors import InputError
 from .inputs.architecture import count_parameters, gdn_shape_ok, mamba_shape_ok
 from .inputs.layout import Layout
-from .inputs.pipeline import megatron_split, virtual_stage_layers
+from .inputs.pipeline import megatron_split, pipeline_split, stage_layers, virtual_stage_layers
 from .inputs.precision import megatron_adam_dtypes, recipe
 from .inputs.specs import Cluster, Model, Training
 from .inputs.uncertainty import memory_headroom
@@ -226,7 +226,17 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("check.ep_mod_cp_tp", int, "ep % (cp * tp) (torchtitan, etp == 1: EP borrows all of CP and TP)"),
     ("check.dp_shard_cp_tp_mod_ep", int, "(torchtitan_dp_shard * cp * tp) % ep (torchtitan, etp == 1)"),
     ("check.virtual_stages_fit", bool, "vpp == 1, pp == 1, or every one of the pp * vpp model chunks of the "
-     "interleaved split (estimate.context.virtual_stage_layers) gets at least one layer"),
+     "interleaved split (inputs.pipeline.virtual_stage_layers) gets a layer, the first chunk the embedding or "
+     "the last one the loss at least"),
+    ("check.pipeline_form", str, "how Megatron-LM is told the split (inputs.pipeline.PIPELINE_FORMS): even, "
+     "first-last, account-embedding-loss, account-loss or layout; none when no split fits (virtual_stages_fit)"),
+    ("check.model_chunks", int, "pp * vpp, the model chunks (virtual stages) of the pipeline"),
+    ("check.pipeline_layers_counted", int, "layers + what the account forms count as layers (the embedding and "
+     "the loss: + 2; the loss: + 1); layers otherwise"),
+    ("check.chunk_layers", int, "pipeline_layers_counted // model_chunks: the layers per model chunk "
+     "--num-layers-per-virtual-pipeline-stage says in the even and account forms"),
+    ("check.lightest_rank_layers", int, "the fewest transformer layers a pipeline rank holds "
+     "(inputs.pipeline.stage_layers)"),
     ("check.torchtitan_stages_fit", bool, "vpp <= 2, pp == 1, or some pipeline_parallel_layers_per_stage k gives "
      "ceil((layers + 2) / k) == pp * vpp stages (torchtitan pipeline_parallel.py)"),
     ("check.tp_times_ep", int, "etp * ep, the ranks of one expert all-to-all group"),
@@ -364,6 +374,15 @@ def build_facts(cluster: Cluster, model: Model, training: Training) -> dict[str,
     }
 
 
+def _pipeline_facts(layers: int, pp: int, vpp: int) -> dict[str, Any]:
+    """check.pipeline_form and the counts its rules print (inputs.pipeline.pipeline_split)."""
+    split = pipeline_split(layers, pp, vpp) if pp <= layers else None
+    counted = layers + (split.accounted if split is not None else 0)
+    return {"pipeline_form": split.form if split is not None else "none", "model_chunks": pp * vpp,
+            "pipeline_layers_counted": counted, "chunk_layers": counted // (pp * vpp),
+            "lightest_rank_layers": min(stage_layers(layers, pp)) if pp <= layers else 0}
+
+
 def torchtitan_layers_per_stage(layers: int, pp: int, vpp: int) -> int | None:
     """torchtitan's pipeline_parallel_layers_per_stage for pp * vpp stages, or None when no k fits.
 
@@ -448,6 +467,7 @@ def build_layout_facts(cluster: Cluster, model: Model, training: Training, layou
         "ep_mod_cp_tp": ep % (cp * tp),
         "dp_shard_cp_tp_mod_ep": (dp_shard * cp * tp) % ep,
         "virtual_stages_fit": vpp == 1 or pp == 1 or virtual_stage_layers(model.layers, pp, vpp) is not None,
+        **_pipeline_facts(model.layers, pp, vpp),
         "torchtitan_stages_fit": vpp <= 2 or pp == 1 or torchtitan_layers_per_stage(model.layers, pp, vpp) is not None,
         "tp_times_ep": etp * ep,
         "bubble_percent": _round(100 * (pp - 1) / (vpp * m)) if m else 100.0,

@@ -20,7 +20,7 @@ def test_three_independent_violations_give_three_errors_in_one_call():
     report = advisor.audit(H100x64, "llama-3-70b", Layout(tp=16, pp=3, cp=3, vpp=2), T8K)
     assert set(_ids(report, "error")) == {"megatron.world-divisible-by-model-parallel",
                                           "megatron.cp-sequence-divisible", "megatron.interleaved-microbatches"}
-    assert "megatron.layers-divisible-by-pp" in _ids(report, "warning")     # 80 % 3: runs only with uneven-split flags
+    assert "megatron.vpp-divides-stage-layers" in _ids(report, "warning")   # 80 over 3 x 2 chunks: only a layout says it
     assert not report.ok
     world = next(f for f in report.findings if f.rule_id == "megatron.world-divisible-by-model-parallel")
     assert world.message == "world_size(64) % (tp(16) * pp(3) * cp(3)) = 64"

@@ -260,30 +260,57 @@ def test_megatron_uneven_pipeline_gets_first_and_last_stage_flags():
     assert [st.count("t") for st in stages] == stage_layers(126, 20) and sum(map(len, stages)) == 126 + 2
 
 
-def test_megatron_uneven_interleaved_pipeline_gets_an_explicit_layout():
+def test_megatron_uneven_interleaved_pipeline_counts_the_embedding_and_loss_or_gets_a_layout():
     """126 layers on pp 16 with vpp 2: the ranks keep Llama 3's 7 | 8 x 14 | 7 and split it into two
-    chunks each (3 + 4 on the first rank, embedding side small; 4 + 3 on the last, loss side small),
-    which only --pipeline-model-parallel-layout can say (M8); it replaces the first/last flags."""
+    chunks each (3 + 4 on the first rank, embedding side small; 4 + 3 on the last, loss side small):
+    128 = 126 + embedding + loss over 32 chunks of 4, which Megatron-Core says with its accounting flags
+    and --num-layers-per-virtual-pipeline-stage 4 (the per-chunk count including them). DeepSeek-V3's 61
+    layers on 16 x 2 (3 | 4 x 14 | 2) divide neither way: only --pipeline-model-parallel-layout says it."""
     model = Model.preset("llama-3.1-405b")
     layout = Layout(tp=8, pp=16, dp=8, vpp=2, sp=True, zero_stage=1, micro_batch_size=1, num_microbatches=64)
     training = Training(seq_len=8192, global_batch_size=512)
-    args = ex.megatron_args(layout, model, training, Cluster(gpu="H100", gpus=1024))
-    ns = parse(args)
-    stages = ns.pipeline_model_parallel_layout.split("|")
-    assert len(stages) == 32 and stages[0] == "E" + "t" * 3 and stages[-1] == "t" * 3 + "L"
-    assert sum(st.count("t") for st in stages) == 126
-    per_rank = [sum(stages[j * 16 + k].count("t") for j in range(2)) for k in range(16)]
-    assert per_rank == [7] + [8] * 14 + [7]
-    assert ns.decoder_first_pipeline_num_layers is None and ns.num_layers_per_virtual_pipeline_stage is None
+    ns = parse(ex.megatron_args(layout, model, training, Cluster(gpu="H100", gpus=1024)))
+    assert ns.account_for_embedding_in_pipeline_split and ns.account_for_loss_in_pipeline_split
+    assert ns.num_layers_per_virtual_pipeline_stage == 4 and ns.pipeline_model_parallel_layout is None
+    assert ns.decoder_first_pipeline_num_layers is None
     # DeepSeek-V3's MTP layer sits with the loss; 61 layers: 3 | 4 x 14 | 2, two chunks per rank
     ns = parse(ex.megatron_args(layout.model_copy(update={"ep": 8, "etp": 1}), Model.preset("deepseek-v3"),
                                 training, Cluster(gpu="H100", gpus=1024)))
     stages = ns.pipeline_model_parallel_layout.split("|")
-    assert stages[-1].endswith("mL") and sum(st.count("t") for st in stages) == 61
-    # more chunks than the lightest stage's layers (2 on DeepSeek-V3's last rank) cannot be laid out
+    assert len(stages) == 32 and stages[0] == "Et" and stages[-1] == "tmL"
+    assert sum(st.count("t") for st in stages) == 61 and not ns.account_for_loss_in_pipeline_split
+    per_rank = [sum(stages[j * 16 + k].count("t") for j in range(2)) for k in range(16)]
+    assert per_rank == [3] + [4] * 14 + [2]
+    # more chunks than the lightest stage's layers + 1 (2 on DeepSeek-V3's last rank: 3 chunks) cannot be laid out
     with pytest.raises(advisor.InputError, match=r"Layout\.vpp[\s\S]*megatron\.virtual-stage-needs-a-layer[\s\S]*lightest stage holds 2"):
         ex.megatron_args(layout.model_copy(update={"ep": 8, "etp": 1, "vpp": 4}), Model.preset("deepseek-v3"),
                          training, Cluster(gpu="H100", gpus=1024))
+
+
+def test_megatron_chunks_of_the_embedding_or_the_loss_alone():
+    """Issue 29: the layouts Megatron-Bridge runs with more model chunks than a rank has layers, the
+    embedding's first chunk and the loss's last chunk holding no decoder layer. Llama 3.1 405B at
+    PP 16 x VPP 8: 126 + 2 = 128 chunks of one; Qwen3-235B at PP 8 x VPP 12: 94 + 2 = 96; DeepSeek-V3
+    at PP 31 x VPP 2: 61 + the loss = 62, its MTP layer with the loss. Each exports as the accounting
+    flags with one layer per chunk, at both pinned releases, and the audit calls it legal."""
+    cases = [("llama-3.1-405b", Layout(tp=8, pp=16, vpp=8, sp=True, zero_stage=1), 1024, True),
+             ("qwen3-235b-a22b", Layout(tp=1, pp=8, vpp=12, ep=8, etp=1, zero_stage=1), 256, True),
+             ("deepseek-v3", Layout(tp=1, pp=31, vpp=2, ep=8, etp=1, zero_stage=1), 31 * 64, False)]
+    for name, layout, gpus, embedding in cases:
+        model, cluster = Model.preset(name), Cluster(gpu="H100", gpus=gpus)
+        training = Training(seq_len=4096, global_batch_size=gpus // (layout.tp * layout.pp) * layout.pp * 2)
+        layout = layout.model_copy(update={"dp": gpus // (layout.tp * layout.pp), "micro_batch_size": 1,
+                                           "num_microbatches": layout.pp * 2})
+        errors = [f.rule_id for f in advisor.audit(cluster, model, layout, training).errors
+                  if not f.rule_id.startswith("layout.memory")]
+        assert errors == [], (name, errors)
+        for version in ex.MEGATRON_PINS:
+            args = ex.megatron_args(layout, model, training, cluster, version=version)
+            ns = parse(args)
+            assert ns.account_for_embedding_in_pipeline_split is embedding, (name, version)
+            assert ns.account_for_loss_in_pipeline_split is True, (name, version)
+            assert ns.num_layers_per_virtual_pipeline_stage == 1 and ns.pipeline_model_parallel_layout is None
+            assert (ns.num_layers + embedding + 1) == layout.pp * layout.vpp
 
 
 def test_megatron_qwen3_gets_qk_layernorm_and_its_head_size():
@@ -299,11 +326,14 @@ def test_megatron_qwen3_gets_qk_layernorm_and_its_head_size():
 
 def test_megatron_refuses_what_it_cannot_express():
     # 40 layers per rank in 3 chunks (13 + 13 + 14 on the first, 14 + 13 + 13 on the last) is a layout, not --num-layers-per-virtual-pipeline-stage;
-    # 41 chunks of 40 layers would leave one empty
+    # 41 chunks of 40 layers run with the embedding's and the loss's chunks holding no layer (80 + 2 = 82 = 2 x 41);
+    # 42 would leave one empty
     ns = parse(ex.megatron_args(TP8_PP2.model_copy(update={"vpp": 3}), LLAMA70, T70, H100_64))
     assert [st.count("t") for st in ns.pipeline_model_parallel_layout.split("|")] == [13, 14, 13, 13, 14, 13]
+    ns = parse(ex.megatron_args(TP8_PP2.model_copy(update={"vpp": 41}), LLAMA70, T70, H100_64))
+    assert ns.account_for_embedding_in_pipeline_split and ns.num_layers_per_virtual_pipeline_stage == 1
     with pytest.raises(advisor.InputError, match=r"Layout\.vpp[\s\S]*lightest stage holds 40"):
-        ex.megatron_args(TP8_PP2.model_copy(update={"vpp": 41}), LLAMA70, T70, H100_64)
+        ex.megatron_args(TP8_PP2.model_copy(update={"vpp": 42}), LLAMA70, T70, H100_64)
     with pytest.raises(advisor.InputError, match=r"Layout\.offload[\s\S]*megatron\.offload-optimizer-to-cpu-only"):
         ex.megatron_args(TP8_PP2.model_copy(update={"offload": "optimizer+params"}), LLAMA70, T70, H100_64)
     bloom = Model.preset("bloom-176b")

@@ -337,8 +337,12 @@ def test_explain_shows_the_pipeline_split_and_the_flags_that_run_it():
                     "(--decoder-first-pipeline-num-layers 7 --decoder-last-pipeline-num-layers 7)")
     interleaved = pipeline_line(Layout(framework="megatron", tp=8, pp=16, dp=64, vpp=4), llama)
     assert sorted(set(virtual_stage_layers(126, 16, 4))) == [1, 2]
-    assert interleaved.endswith("each rank in 4 virtual stages of 1-2 layers "
-                                "(--pipeline-model-parallel-layout, which the Megatron export writes)")
+    assert interleaved.endswith("each rank in 4 virtual stages of 1-2 layers (the embedding and the loss counted "
+                                "as layers: --account-for-embedding-in-pipeline-split "
+                                "--account-for-loss-in-pipeline-split)")
+    deepseek = Model.preset("deepseek-v3")                       # 61 layers: 3 | 4 x 14 | 2, no even count
+    assert pipeline_line(Layout(framework="megatron", tp=1, pp=16, dp=64, vpp=2), deepseek).endswith(
+        "(--pipeline-model-parallel-layout, which the Megatron export writes)")
     gpt3 = Model.preset("gpt-3-175b")                            # 96 layers
     assert pipeline_line(Layout(framework="megatron", tp=8, pp=4, dp=32, vpp=2), gpt3) == (
         "Pipeline: 96 layers over 4 stages of 24; 2 virtual stages of 12 per rank "

@@ -37,9 +37,11 @@ Sources, by term:
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import NamedTuple
 
 from ..inputs.optimizers import MASTER_BYTES, moment_bytes
+from ..inputs.pipeline import pipeline_split
 from .adapters import FROZEN_WEIGHT_BYTES, NF4_BYTES_PER_PARAM, adapter_activation_bytes, stage_adapter_params
 from .context import Ctx, remember
 from .hf import applies as hf_applies, hf_peak
@@ -411,6 +413,28 @@ def chunks_in_flight(c: Ctx, k: int) -> int:
     return min(m * v, 2 * (p - k - 1) + (v - 1) * p + 1)
 
 
+_split_of = lru_cache(maxsize=256)(pipeline_split)
+
+
+def chunk_share(c: Ctx, k: int, inflight: int) -> float | None:
+    """Stage k's layers whose activations its rank holds at its peak, as a multiple of all its layers;
+    None when its vpp chunks are even (then inflight / v). Otherwise each in-flight forward holds its
+    own chunk's layers (inputs.pipeline.pipeline_split), and the interleaved schedule runs the forwards
+    chunk by chunk in groups of p micro-batches (Megatron-Core pipeline_parallel/schedules.py
+    get_schedule_table, main L989 @ d98e8a64: forward i runs chunk (i // p) % v), so at its
+    peak the last rank holds vpp - 1 full groups and one micro-batch of its last chunk, the loss's
+    chunk that holds one decoder layer less, or none (Llama 3.1 405B on 16 x 8: 112 layers in flight,
+    not 113 x 7/8 = 98.9); the first rank, the most groups of its embedding's smaller first chunk."""
+    v, p = c.vpp, c.pp
+    split = _split_of(c.L, p, v) if v > 1 else None
+    if split is None or split.form == "even":
+        return None
+    sizes = split.chunks[k::p]          # chunk j of rank k is virtual stage j * p + k
+    rounds, rest = divmod(inflight, p * v)
+    held = sum(n * (rounds * p + min(max(rest - j * p, 0), p)) for j, n in enumerate(sizes))
+    return held / sum(sizes)
+
+
 # --------------------------------------------------------------------------- one stage
 
 # stage_memory splits in two parts, each holding the exact expressions it always used (the results do
@@ -688,7 +712,9 @@ def stage_memory(c: Ctx, A, k: int, states: tuple | None = None, acts: tuple | N
     inflight = chunks_in_flight(c, k)
     v = c.vpp
     if c.hsplit is None:
-        act_layers = (n_dense * per_dense + n_moe * per_moe) / v * inflight
+        share = chunk_share(c, k, inflight)
+        act_layers = (n_dense * per_dense + n_moe * per_moe) * share if share is not None else \
+            (n_dense * per_dense + n_moe * per_moe) / v * inflight
     else:   # a hybrid stack: the sum over its layer kinds
         per_stage, act_work_dense = _hybrid_stage_acts(c, A, k)
         act_layers = per_stage / v * inflight

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..costmodel.assumptions import Assumptions
-from ..inputs.pipeline import megatron_split, stage_layers, virtual_stage_layers
+from ..inputs.pipeline import pipeline_split, stage_layers
 from ..inputs.precision import megatron_adam_dtypes, recipe
 from ..inputs.layout import Layout
 from ..inputs.specs import Cluster, Model, Training
@@ -184,6 +184,14 @@ MEGATRON_FLAGS: dict[str, MegatronFlag] = dict([
     _f("--num-layers-per-virtual-pipeline-stage", "int", f"{_DIST}, {_W(144)}",
        note="at most one of it, --num-virtual-stages-per-pipeline-rank, --pipeline-model-parallel-layout (M8)"),
     _f("--num-virtual-stages-per-pipeline-rank", "int", f"{_DIST}, {_W(144)}", emitted=False),
+    _f("--account-for-embedding-in-pipeline-split", "store_true",
+       _pinned(f"{_TC} L137 TransformerConfig.account_for_embedding_in_pipeline_split", f"{_TC} L96"),
+       note="the embedding counts as a layer of the split, its chunk builds one decoder layer less "
+            "(transformer_block.py get_num_layers_to_build); since core_v0.11.0 (arguments.py L1833 @ aa6207e2)"),
+    _f("--account-for-loss-in-pipeline-split", "store_true",
+       _pinned(f"{_TC} L141 TransformerConfig.account_for_loss_in_pipeline_split", f"{_TC} L100"),
+       note="the loss (output layer) counts as a layer of the split; not with the first/last flags or a layout "
+            "(TransformerConfig.__post_init__)"),
     _f("--no-overlap-p2p-communication", "store_false", f"{_DIST}, {_W(144)}", dest="overlap_p2p_comm",
        emitted=False, note="P2P overlap is on by default, so the interleaved schedule may use pp = 2 (M9); "
        "there is no --overlap-p2p-comm flag"),
@@ -656,34 +664,37 @@ def _parallelism(out: _Args, layout: Layout, model: Model) -> None:
 
 
 def _pipeline_split(out: _Args, layout: Layout, model: Model) -> None:
-    """How the layers split over the pipeline: nothing for an even split (or under Megatron-DeepSpeed,
-    whose PipelineModule partitions any layer count itself), --num-layers-per-virtual-pipeline-stage
-    for even chunks, the first/last-stage flags for Megatron's uneven split (estimate.context.megatron_split),
-    else --pipeline-model-parallel-layout with the split the cost model estimated."""
-    if layout.vpp > 1:
-        if layout.pp == 1:
-            raise refused("Layout.vpp", layout.vpp, "1 when pp is 1", "megatron.vpp-needs-pp",
-                          "virtual stages interleave pipeline ranks")
-        chunks = layout.pp * layout.vpp
-        if model.layers % chunks == 0:
-            out.add("--num-layers-per-virtual-pipeline-stage", model.layers // chunks)
-            return
-        sizes = virtual_stage_layers(model.layers, layout.pp, layout.vpp)
-        if sizes is None:
-            split = stage_layers(model.layers, layout.pp)
-            raise refused("Layout.vpp", layout.vpp, "at most the layers of the lightest pipeline stage (one per chunk)",
-                          "megatron.virtual-stage-needs-a-layer",
-                          f"layers({model.layers}) over pp({layout.pp}): the lightest stage holds {min(split)}")
-        out.add("--pipeline-model-parallel-layout", _layout_string(sizes, model))
+    """How the layers split over the pipeline (inputs.pipeline.pipeline_split, the split the cost model
+    estimated), in its form's flags: nothing for an even split (or under Megatron-DeepSpeed, whose
+    PipelineModule partitions any layer count itself), --num-layers-per-virtual-pipeline-stage for even
+    chunks, the first/last-stage flags for Megatron's uneven split, the embedding and loss accounting
+    flags where counting them as layers makes every chunk even (TransformerConfig
+    account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split, at both pins; audit rules
+    megatron.embedding-and-loss-in-pipeline-split, megatron.loss-in-pipeline-split), else
+    --pipeline-model-parallel-layout."""
+    if layout.vpp > 1 and layout.pp == 1:
+        raise refused("Layout.vpp", layout.vpp, "1 when pp is 1", "megatron.vpp-needs-pp",
+                      "virtual stages interleave pipeline ranks")
+    if layout.pp == 1 or (layout.vpp == 1 and layout.framework == "megatron+deepspeed"):
         return
-    if layout.pp == 1 or model.layers % layout.pp == 0 or layout.framework == "megatron+deepspeed":
-        return
-    split = megatron_split(model.layers, layout.pp)
-    if split is not None:
-        out.add("--decoder-first-pipeline-num-layers", split[0])
-        out.add("--decoder-last-pipeline-num-layers", split[-1])
-    else:   # even middle stages would leave the first and last empty: say the estimated split outright
-        out.add("--pipeline-model-parallel-layout", _layout_string(stage_layers(model.layers, layout.pp), model))
+    split = pipeline_split(model.layers, layout.pp, layout.vpp)
+    if split is None:
+        raise refused("Layout.vpp", layout.vpp, "at most the layers of the lightest pipeline stage per rank, + 1 "
+                      "on the first and last (the embedding's and the loss's chunk)",
+                      "megatron.virtual-stage-needs-a-layer",
+                      f"layers({model.layers}) over pp({layout.pp}): the lightest stage holds "
+                      f"{min(stage_layers(model.layers, layout.pp))}")
+    if split.form in ("account-embedding-loss", "account-loss"):
+        if split.form == "account-embedding-loss":
+            out.add("--account-for-embedding-in-pipeline-split")
+        out.add("--account-for-loss-in-pipeline-split")
+    if split.form == "first-last":
+        out.add("--decoder-first-pipeline-num-layers", split.ranks[0])
+        out.add("--decoder-last-pipeline-num-layers", split.ranks[-1])
+    elif split.form == "layout":
+        out.add("--pipeline-model-parallel-layout", _layout_string(list(split.chunks), model))
+    elif layout.vpp > 1:     # even chunks, counting the embedding and the loss in the account forms
+        out.add("--num-layers-per-virtual-pipeline-stage", split.per_chunk)
 
 
 def _layout_string(sizes: list[int], model: Model) -> str:

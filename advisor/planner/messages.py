@@ -6,7 +6,8 @@ from __future__ import annotations
 from ..costmodel import Assumptions, Estimate
 from ..costmodel.sizing import Sized
 from ..inputs.layout import Layout
-from ..inputs.specs import Cluster
+from ..inputs.pipeline import pipeline_split
+from ..inputs.specs import Cluster, Model
 from .candidates import Candidate, Closest, PlanResult
 from .events import PlanEvent
 from ..inputs.uncertainty import EXPERT_MEMORY_SHARE, MEMORY_ERROR, STEP_TIME_ERROR
@@ -150,3 +151,23 @@ def note_search(result: PlanResult, found: list[Candidate], floors: dict, varian
                                    f" {n_variants} (micro-batch, vpp) variants sized; the others' floors (compute, "
                                    f"unhidden communication, least bubble) cannot change the choice"))
 
+
+def pipeline_note(layout: Layout, model: Model) -> str | None:
+    """Why the chosen interleaved layout's split counts the embedding and the loss as layers (issue 29),
+    or None: the first and last ranks, which also run the embedding and the logits and loss, hold a
+    layer less, so the pipeline interleaves in more chunks than their decoder layers alone would give."""
+    if layout.framework != "megatron" or layout.vpp == 1:
+        return None
+    split = pipeline_split(model.layers, layout.pp, layout.vpp)
+    if split is None or not split.form.startswith("account"):
+        return None
+    both = split.accounted == 2
+    counted = "the embedding and the loss" if both else "the loss"
+    flags = ("--account-for-embedding-in-pipeline-split " if both else "") + "--account-for-loss-in-pipeline-split"
+    r = split.ranks
+    ranks = f"{r[0]} | {r[1]} x {len(r) - 2} | {r[-1]}" if len(r) > 2 else " | ".join(map(str, r))
+    return (f"{layout.id}: its pipeline counts {counted} as layers, {model.layers} + {split.accounted} = "
+            f"{model.layers + split.accounted} over pp {layout.pp} x vpp {layout.vpp} model chunks of "
+            f"{split.per_chunk}, "
+            f"so the ranks that also run the embedding or the logits and loss hold a layer less ({ranks}) and every "
+            f"chunk the same load; Megatron-Core runs it with {flags}")

@@ -32,7 +32,8 @@ from ..inputs.specs import Cluster, Model, Training
 from .candidates import Alternative, Candidate, Closest, PlanResult
 from .events import PlanEvent
 from ..results.audit import Screening
-from .messages import advice_move_note, advice_note, host_need, host_short, need_and_capacity, note_search, short_of, shortfall
+from .messages import (advice_move_note, advice_note, host_need, host_short, need_and_capacity, note_search,
+                       pipeline_note, short_of, shortfall)
 from .ranking import Ties, ordered, tie_break, tie_terms, why_lost
 from .space import MBS_OPTIONS, OFFLOAD, RECOMPUTE, Policy, Shape, base_of, shapes, stages, variants_of
 
@@ -630,6 +631,9 @@ class Search:
         if chosen.tight:
             result.events.append(PlanEvent("note", f"every fitting layout uses more than {self.ties.tight:.0%} "
                                                    "of GPU memory: expect little room for fragmentation"))
+        split_note = pipeline_note(chosen.layout, self.model)
+        if split_note is not None:
+            result.events.append(PlanEvent("note", split_note, chosen.layout.id))
         fastest = min(c.step_time for c in self.found if c.tight is chosen.tight)
         result.alternatives += [Alternative(c.layout, c.estimate, (f"best {c.kind} layout: " if c.kind else "")
                                             + why_lost(c, chosen, fastest, self.ties), kind=c.kind)

@@ -122,13 +122,17 @@ def even_or_expressible(layers: int, pp: int) -> bool:
 def vpp_options(layers: int, pp: int) -> list[int]:
     """1, plus a few virtual-stage counts that split the (middle) ranks' layers evenly (Megatron M8/M9).
     Megatron's MoE guide recommends 'a middle value' of the divisors of L/PP. With lighter first and
-    last stages (megatron_split) the count is capped at their layers, so that every chunk holds one:
-    context.virtual_stage_layers, which the Megatron export writes as --pipeline-model-parallel-layout
-    (126 layers on PP 16, Llama 3's split 7 | 8 x 14 | 7, interleave as 3 | 4 x 30 | 3 with vpp 2)."""
+    last stages (megatron_split) those ranks' first and last chunk may hold the embedding or the loss
+    alone (inputs.pipeline.virtual_stage_layers), so the count is capped at their layers + 1 and at the
+    middle ranks' layers: the split that counts the embedding and the loss as layers
+    (--account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split), whose divisors
+    of L/PP are those of (L + 2) / PP (126 layers on PP 16, Llama 3's split 7 | 8 x 14 | 7, interleave
+    as 3 | 4 x 30 | 3 with vpp 2; on PP 8, 15 | 16 x 6 | 15 in 8 chunks of 2 as Megatron-Bridge runs it)."""
     split = megatron_split(layers, pp) if pp >= 2 else None
     if split is None:
         return [1]
-    divs = [d for d in divisors(max(split)) if 1 < d <= min(split)]
+    cap = min(split[0] + 1, split[-1] + 1, *split[1:-1])
+    divs = [d for d in divisors(max(split)) if 1 < d <= cap]
     if not divs:
         return [1]
     picks = sorted({divs[0], divs[len(divs) // 2], divs[-1]})

@@ -6,7 +6,7 @@ from __future__ import annotations
 import textwrap
 from ..costmodel import Estimate
 from ..inputs.layout import Layout
-from ..inputs.pipeline import stage_layers, virtual_stage_layers
+from ..inputs.pipeline import pipeline_split, stage_layers, virtual_stage_layers
 from ..inputs.specs import Model
 from ..inputs.units import format_bytes
 from ..rulebook.actions import Effect
@@ -119,7 +119,12 @@ def pipeline_line(layout: Layout, model: Model) -> str | None:
             text += f" (--num-layers-per-virtual-pipeline-stage {chunks[0]})"
     elif chunks:
         text += f"; each rank in {layout.vpp} virtual stages of {min(chunks)}-{max(chunks)} layers"
-        if megatron:
+        form = pipeline_split(model.layers, layout.pp, layout.vpp).form
+        if megatron and form.startswith("account"):
+            text += (" (" + ("the embedding and " if form == "account-embedding-loss" else "")
+                     + "the loss counted as layers: " + ("--account-for-embedding-in-pipeline-split "
+                     if form == "account-embedding-loss" else "") + "--account-for-loss-in-pipeline-split)")
+        elif megatron:
             text += " (--pipeline-model-parallel-layout, which the Megatron export writes)"
     elif not even and megatron:
         text += f" (--decoder-first-pipeline-num-layers {split[0]} --decoder-last-pipeline-num-layers {split[-1]})"
