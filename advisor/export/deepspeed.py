@@ -71,6 +71,9 @@ def deepspeed_config(layout: Layout, model: Model, training: Training, cluster: 
             "DeepSpeed's pipeline engine asserts 'ZeRO-2 and ZeRO-3 are incompatible with pipeline "
             "parallelism' (deepspeed/runtime/pipe/engine.py, PipelineEngine.__init__)",
         )
+    if layout.framework == "megatron+deepspeed" and training.frozen_base:
+        raise refused("Training.task", training.task, "'pretrain' or 'sft' under Megatron-DeepSpeed",
+                      "megatron-deepspeed.no-adapters", "it has no LoRA: the job would train every weight")
     cfg: dict[str, Any] = {
         "train_batch_size": b.gbs,
         "train_micro_batch_size_per_gpu": b.mbs,

@@ -31,7 +31,8 @@ from ..inputs.layout import Layout
 from ..inputs.specs import Cluster, Model, Training
 from ..errors import InputError
 from .batch import Batch, refused, resolved
-from .megatron_deepspeed import to_megatron_deepspeed, untranslated_note
+from .megatron_bridge import MEGATRON_BRIDGE_PIN, megatron_bridge_command, megatron_bridge_overrides
+from .megatron_deepspeed import DEEPSPEED_CONFIG_FILE, alibi_note, to_megatron_deepspeed
 from .torchrun import torchrun_command
 
 __all__ = ["MegatronFlag", "MEGATRON_FLAGS", "MEGATRON_ARGUMENTS_SOURCE", "MEGATRON_PINS", "ASSUMPTIONS_IN_FLAGS",
@@ -346,14 +347,29 @@ def megatron_args(layout: Layout, model: Model, training: Training, cluster: Clu
     Megatron as: 1 -> `--use-distributed-optimizer`; 2/3 -> Megatron-FSDP (`--use-megatron-fsdp
     --use-distributed-optimizer --data-parallel-sharding-strategy optim_grads|optim_grads_params
     --ckpt-format fsdp_dtensor`). Under framework "megatron+deepspeed" ZeRO and offload live in the
-    DeepSpeed JSON and no ZeRO or offload flag is written. `version` is a MEGATRON_PINS release
+    DeepSpeed JSON (and --zero-stage), and no Megatron ZeRO or offload flag is written. `version` is a MEGATRON_PINS release
     ("main" or "core_v0.16.1"); flags whose spelling differs follow it. Every flag is in
     `MEGATRON_FLAGS`. A layout `advisor.audit` refuses raises InputError naming the rule. Framework
-    "megatron+deepspeed" gets the same flags in Megatron-DeepSpeed's spelling (megatron_deepspeed.py; the
-    ones it has no equivalent of are kept, and megatron_notes names them).
+    "megatron+deepspeed" gets the same flags in Megatron-DeepSpeed's spelling with its DeepSpeed flags
+    (megatron_deepspeed.py; a flag it has no equivalent of is refused, naming the audit rule). A LoRA job
+    (Training.task) trains adapters pretrain_gpt.py does not have: its arguments are Megatron-Bridge's
+    ConfigContainer overrides (megatron_bridge.py); Megatron-DeepSpeed has no adapters.
     """
+    if training.frozen_base:
+        return _finetune_args(layout, model, training, cluster, assumptions)
     args = megatron_lm_args(layout, model, training, cluster, assumptions, version=version)
-    return to_megatron_deepspeed(args) if layout.framework == "megatron+deepspeed" else args
+    if layout.framework == "megatron+deepspeed":
+        return to_megatron_deepspeed(args, layout, model)
+    return args
+
+
+def _finetune_args(layout: Layout, model: Model, training: Training, cluster: Cluster,
+                   assumptions: Assumptions | None) -> list[str]:
+    if layout.framework == "megatron+deepspeed":
+        raise refused("Training.task", training.task, "'pretrain' or 'sft' under Megatron-DeepSpeed",
+                      "megatron-deepspeed.no-adapters", "it has no LoRA: the job would train every weight")
+    lm = megatron_lm_args(layout, model, training, cluster, assumptions)     # the same checks and refusals
+    return megatron_bridge_overrides(layout, training, lm)
 
 
 def megatron_lm_args(layout: Layout, model: Model, training: Training, cluster: Cluster,
@@ -381,12 +397,14 @@ def megatron_lm_args(layout: Layout, model: Model, training: Training, cluster: 
 def megatron_notes(layout: Layout, model: Model, training: Training, cluster: Cluster,
                    assumptions: Assumptions | None = None) -> list[str]:
     """What the user must still add or know, for stderr (the command itself goes to stdout)."""
+    if training.frozen_base:
+        return _finetune_notes(model, training)
     notes = ["add your tokenizer, data, learning-rate and checkpoint flags (e.g. --tokenizer-type, "
              "--data-path, --lr, --train-iters, --save/--load)"]
     if layout.framework == "megatron+deepspeed":
-        notes.append("Megatron-DeepSpeed: pass the DeepSpeed JSON (--format deepspeed) with --deepspeed "
-                     "--deepspeed_config; ZeRO and offload are set there")
-        notes += untranslated_note(megatron_lm_args(layout, model, training, cluster, assumptions))
+        notes.append(f"Megatron-DeepSpeed: save the DeepSpeed JSON (--format deepspeed) as {DEEPSPEED_CONFIG_FILE} "
+                     "beside the command (--deepspeed_config); ZeRO and offload are set there")
+        notes += alibi_note(megatron_args(layout, model, training, cluster, assumptions))
     if model.rope_scaling == "llama3":
         notes.append("--use-rope-scaling applies Llama 3.1's frequency bands (low_freq_factor 1, high_freq_factor 4, "
                      "original context 8192; rotary_pos_embedding.py _apply_scaling): a config.json with other bands "
@@ -397,6 +415,15 @@ def megatron_notes(layout: Layout, model: Model, training: Training, cluster: Cl
                      "truncate false, i.e. --no-yarn-correction-range-round-to-int, as Megatron-Bridge's gpt-oss "
                      "provider sets it)")
     return notes
+
+
+def _finetune_notes(model: Model, training: Training) -> list[str]:
+    repo, commit = MEGATRON_BRIDGE_PIN
+    return [f"{training.task}: Megatron-LM's pretrain_gpt.py has no adapters; this is Megatron-Bridge's PEFT job "
+            f"({repo}@{commit[:7]} scripts/training/run_recipe.py), run from its checkout",
+            f"set MBRIDGE_MODEL to the recipe stem of {model.name} (e.g. llama3_70b) and add "
+            "checkpoint.pretrained_checkpoint=<the base converted to Megatron format> and your dataset "
+            "(--dataset, dataset.*)"]
 
 
 def _shape(out: _Args, layout: Layout, model: Model, b: Batch, A: Assumptions) -> None:
@@ -831,6 +858,10 @@ def megatron_command(layout: Layout, model: Model, training: Training, cluster: 
     """A shell command: `torchrun ... pretrain_gpt.py` (`pretrain_mamba.py` for a hybrid model,
     Megatron-LM's entry point for MambaModel at both pins) with one Megatron flag (and its values)
     per line, shell-quoted, continued with backslashes. Add your tokenizer, data and checkpoint flags."""
+    if training.frozen_base:
+        _finetune_args(layout, model, training, cluster, assumptions)     # Megatron-DeepSpeed refuses
+        return megatron_bridge_command(layout, training, cluster,
+                                       megatron_lm_args(layout, model, training, cluster, assumptions))
     if script is None:
         script = "pretrain_mamba.py" if model.hybrid_pattern is not None else "pretrain_gpt.py"
     args = megatron_args(layout, model, training, cluster, assumptions, version=version)

@@ -128,6 +128,10 @@ def torchtitan_notes(layout: Layout, model: Model, training: Training, cluster: 
 def _checked(layout: Layout, model: Model, training: Training, cluster: Cluster) -> Batch:
     """The refusals both configuration systems share; the resolved batch."""
     b = resolved(layout, training, cluster)
+    if training.frozen_base:
+        raise refused("Training.task", training.task, "'pretrain' or 'sft' under torchtitan", "torchtitan.adapters",
+                      "no torchtitan override trains adapters on a frozen base (main's LoRA is a model converter "
+                      "set in the config function; no 4-bit base)")
     if training.precision == "fp16":
         raise refused("Training.precision", "fp16", "'bf16' or 'fp8' under torchtitan", "torchtitan.no-fp16",
                       "torchtitan's mixed_precision_param is bfloat16 or float32")
