@@ -44,7 +44,7 @@ MIRRORED = {
     "megatron-deepspeed.model-code", "megatron-deepspeed.no-megatron-moe", "megatron-deepspeed.fp8-te-layer",
     "megatron-deepspeed.ulysses-not-with-sequence-parallel", "megatron-deepspeed.run-settings",
     "megatron-deepspeed.no-adapters", "megatron.qlora-no-4bit-base", "torchtitan.adapters",
-    "megatron.lora-named-precision-recipe",
+    "megatron.lora-named-precision-recipe", "layout.cuda-graphs-need-megatron",
 }
 
 MODELS = ("llama-3-8b", "llama-2-7b", "qwen2.5-7b", "mixtral-8x7b", "qwen3-30b-a3b", "bloom-176b", "gpt-3-5b",
@@ -94,7 +94,8 @@ def test_audit_ok_exports_and_every_refusal_is_an_audit_rule(data):
         batches=(256, 512, 1024)))
     precision = data.draw(st.sampled_from(["bf16", "bf16", "fp16", "fp8"]))
     task = data.draw(st.sampled_from(["pretrain", "pretrain", "pretrain", "lora", "qlora"]))
-    training = training.model_copy(update={"precision": precision, "task": task})
+    graphs = data.draw(st.sampled_from([False, False, False, True]))
+    training = training.model_copy(update={"precision": precision, "task": task, "cuda_graphs": graphs})
     assumed = data.draw(st.sampled_from(ASSUMED))
     report = advisor.audit(cluster, model, data.draw(layouts(cluster, model)), training, assumptions=assumed)
     errors = {f.rule_id for f in report.errors}

@@ -16,7 +16,7 @@ from ..costmodel.assumptions import Assumptions
 from ..inputs.layout import Layout
 from ..inputs.precision import recipe
 from ..inputs.specs import Cluster, Model, Training
-from .batch import refused, resolved
+from .batch import no_cuda_graphs, refused, resolved
 
 __all__ = ["DEEPSPEED_KEYS", "NVME_PATH_PLACEHOLDER", "deepspeed_config", "deepspeed_notes"]
 
@@ -64,6 +64,7 @@ def deepspeed_config(layout: Layout, model: Model, training: Training, cluster: 
     """
     A = assumptions or Assumptions()
     b = resolved(layout, training, cluster)
+    no_cuda_graphs(layout, training)
     stage = layout.zero_stage
     if layout.pp > 1 and stage >= 2:
         raise refused(
@@ -129,6 +130,28 @@ def _offload_section(device: str) -> dict[str, Any]:
     return sec
 
 
+def _run_notes(layout: Layout, training: Training, cluster: Cluster) -> list[str]:
+    """What the engine needs besides the JSON: the recompute and adapters the estimate assumed (DeepSpeed's config
+    turns neither on), and the launch on several nodes."""
+    notes = []
+    if layout.recompute == "full" and layout.framework == "deepspeed":
+        # runtime/activation_checkpointing/config.py configures deepspeed.checkpointing.checkpoint, which only a
+        # model that calls it runs: the JSON cannot switch recompute on
+        notes.append("recompute full: the JSON cannot turn activation checkpointing on; the Hugging Face Trainer / TRL "
+                     "does with gradient_checkpointing=True (--format trl writes it), a DeepSpeed PipelineModule with "
+                     "activation_checkpoint_interval=1, other model code by wrapping each layer in "
+                     "deepspeed.checkpointing.checkpoint")
+    if training.frozen_base and layout.framework == "deepspeed":
+        notes.append(f"{training.task}: DeepSpeed trains what requires grad; the adapters and the frozen base are "
+                     "PEFT's (--format peft: LoraConfig and, for QLoRA, BitsAndBytesConfig)")
+    if cluster.nodes > 1:
+        notes.append(f"{cluster.nodes} nodes: launch on each with torchrun / accelerate launch (--format accelerate), "
+                     f"or once with the deepspeed launcher: deepspeed --hostfile hostfile --num_nodes {cluster.nodes} "
+                     f"--num_gpus {cluster.gpus_in_node} --master_addr $MASTER_ADDR --master_port $MASTER_PORT "
+                     "train.py ... (hostfile: one 'host slots=N' line per node, passwordless ssh between them)")
+    return notes
+
+
 def deepspeed_notes(layout: Layout, model: Model, training: Training, cluster: Cluster,
                     assumptions: Assumptions | None = None) -> list[str]:
     """What the JSON cannot say (it has no comments), for stderr: the DP size a Megatron-DeepSpeed
@@ -151,6 +174,7 @@ def deepspeed_notes(layout: Layout, model: Model, training: Training, cluster: C
         notes.append(f"precision {training.precision}: the JSON trains in bf16; the estimate assumes the model's "
                      f"linear layers run in Transformer Engine's autocast with recipe {rec.te_recipe}, which "
                      "DeepSpeed's config cannot set")
+    notes += _run_notes(layout, training, cluster)
     if layout.offload != "none":
         notes.append("optimizer: DeepSpeed builds DeepSpeedCPUAdam for ZeRO-Offload; set optimizer.params "
                      "(lr, betas, weight_decay) and pass no client optimizer to deepspeed.initialize")

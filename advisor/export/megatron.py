@@ -33,7 +33,7 @@ from ..errors import InputError
 from .batch import Batch, refused, resolved
 from .megatron_bridge import MEGATRON_BRIDGE_PIN, megatron_bridge_command, megatron_bridge_overrides
 from .megatron_deepspeed import DEEPSPEED_CONFIG_FILE, alibi_note, to_megatron_deepspeed
-from .torchrun import torchrun_command
+from .torchrun import launch_notes, torchrun_command
 
 __all__ = ["MegatronFlag", "MEGATRON_FLAGS", "MEGATRON_ARGUMENTS_SOURCE", "MEGATRON_PINS", "ASSUMPTIONS_IN_FLAGS",
            "megatron_args", "megatron_command", "megatron_notes"]
@@ -294,6 +294,17 @@ MEGATRON_FLAGS: dict[str, MegatronFlag] = dict([
     _f("--hidden-dropout", "float", _pinned(f"{_TC} L188", f"{_TC} L137", "1903"), note="default 0.1"),
     _f("--optimizer", "choice", _pinned("arguments.py L2913", "arguments.py L2056", "2245"),
        choices=("adam", "sgd"), note="'adam' is Adam with decoupled weight decay (AdamW)"),
+    # ---- issue 37: the rest of the settings the estimate prices
+    _f("--cuda-graph-impl", "choice", _pinned(f"{_TC} L1075 TransformerConfig.cuda_graph_impl", f"{_TC} L776"),
+       choices=("local", "transformer_engine", "none"),
+       note="Training.cuda_graphs: 'local' captures each layer's forward and backward (Megatron-Core's "
+            "CudaGraphManager); --enable-cuda-graph is its deprecated spelling (arguments.py validate_args)"),
+    _f("--moe-router-load-balancing-type", "str_list", _pinned(f"{_TC} L743", f"{_TC} L564"),
+       note="default aux_loss, whose coefficient defaults to 0: no balancing at all"),
+    _f("--moe-aux-loss-coeff", "float", _pinned(f"{_TC} L875", f"{_TC} L659"),
+       note="nargs='+'; megatron/core/transformer/moe/README.md (Basic MoE Training) starts at 1e-2"),
+    _f("--hybrid-layer-pattern", "str", _pinned("arguments.py L3652 _add_experimental_args", "not declared"),
+       versions=("main",), note="main's spelling of --hybrid-override-pattern (deprecated there, L743)"),
 ])
 
 
@@ -398,7 +409,7 @@ def megatron_notes(layout: Layout, model: Model, training: Training, cluster: Cl
                    assumptions: Assumptions | None = None) -> list[str]:
     """What the user must still add or know, for stderr (the command itself goes to stdout)."""
     if training.frozen_base:
-        return _finetune_notes(model, training)
+        return _finetune_notes(model, training) + launch_notes(cluster)
     notes = ["add your tokenizer, data, learning-rate and checkpoint flags (e.g. --tokenizer-type, "
              "--data-path, --lr, --train-iters, --save/--load)"]
     if layout.framework == "megatron+deepspeed":
@@ -414,7 +425,7 @@ def megatron_notes(layout: Layout, model: Model, training: Training, cluster: Cl
                      "range is rounded to integers; set them to your config.json's rope_scaling (gpt-oss: "
                      "truncate false, i.e. --no-yarn-correction-range-round-to-int, as Megatron-Bridge's gpt-oss "
                      "provider sets it)")
-    return notes
+    return notes + launch_notes(cluster)
 
 
 def _finetune_notes(model: Model, training: Training) -> list[str]:
@@ -479,7 +490,7 @@ def _shape(out: _Args, layout: Layout, model: Model, b: Batch, A: Assumptions) -
         # Megatron-Core's hybrid stack: pretrain_mamba.py with the Mamba layer spec (mamba_builders.py
         # needs --spec) and the pattern; d_conv 4 and chunk 128 are MambaMixer's fixed defaults
         out.add("--spec", "megatron.core.models.mamba.mamba_layer_specs", "mamba_stack_spec")
-        out.add("--hybrid-override-pattern", model.hybrid_pattern)
+        out.add("--hybrid-layer-pattern" if out.version == "main" else "--hybrid-override-pattern", model.hybrid_pattern)
         if "M" in model.hybrid_pattern:
             if (model.mamba_conv, model.mamba_chunk) != (4, 128):
                 raise InputError("Model.mamba_conv", (model.mamba_conv, model.mamba_chunk),
@@ -630,6 +641,7 @@ def _moe(out: _Args, layout: Layout, model: Model, A: Assumptions) -> None:
     if model.router_topk_scale is not None:
         out.add("--moe-router-topk-scaling-factor", model.router_topk_scale)
     _dispatcher(out, layout, A)
+    _balancing(out, model)
     # the expert path the estimate prices: TE's grouped expert GEMMs (TEGroupedMLP), off by default in
     # Megatron-Core (TransformerConfig.moe_grouped_gemm) and on in every Megatron-Bridge performance
     # config (scripts/performance) and the MoE README's compute optimizations
@@ -647,6 +659,23 @@ def _moe(out: _Args, layout: Layout, model: Model, A: Assumptions) -> None:
             out.add("--moe-shared-expert-gate")
     if model.dense_layers or model.moe_layer_freq > 1:
         out.add("--moe-layer-freq", _moe_layer_pattern(model))
+
+
+# The auxiliary load-balancing loss weight Megatron's MoE README starts a softmax-routed model at
+# (NVIDIA/Megatron-LM megatron/core/transformer/moe/README.md "Basic MoE Training" @ d98e8a64: --moe-aux-loss-coeff
+# 1e-2); Megatron-Core's own default is 0.0, i.e. no balancing.
+MOE_AUX_LOSS_COEFF = 1e-2
+
+
+def _balancing(out: _Args, model: Model) -> None:
+    """The estimate assumes the experts stay balanced (Assumptions.moe_load_imbalance): a router with the
+    expert bias (DeepSeek-V3's aux-loss-free balancing) balances by the bias; any other gets the auxiliary loss,
+    which Megatron-Core leaves at 0. The router runs in fp32 (the README's note on router precision)."""
+    if not model.router_expert_bias:
+        out.add("--moe-router-load-balancing-type", "aux_loss")
+        out.add("--moe-aux-loss-coeff", MOE_AUX_LOSS_COEFF)
+    if "--moe-router-dtype" not in out:
+        out.add("--moe-router-dtype", "fp32")
 
 
 def _dispatcher(out: _Args, layout: Layout, A: Assumptions) -> None:
@@ -773,6 +802,8 @@ def _recompute_and_precision(out: _Args, layout: Layout, model: Model, training:
                               "validate_args: with --fp8-param-gather the optimizer CPU offload needs --fp8-recipe delayed")
             out.add("--fp4-param-gather" if recipe(training.precision).gemm == "fp4" else "--fp8-param-gather")
     out.add("--attention-backend", "flash" if training.flash_attention else "unfused")
+    if training.cuda_graphs:
+        out.add("--cuda-graph-impl", "local")
     out.add("--optimizer", "adam")      # Megatron's adam is AdamW (decoupled weight decay), as the estimate's Adam
 
 
@@ -862,8 +893,9 @@ def megatron_command(layout: Layout, model: Model, training: Training, cluster: 
         _finetune_args(layout, model, training, cluster, assumptions)     # Megatron-DeepSpeed refuses
         return megatron_bridge_command(layout, training, cluster,
                                        megatron_lm_args(layout, model, training, cluster, assumptions))
-    if script is None:
-        script = "pretrain_mamba.py" if model.hybrid_pattern is not None else "pretrain_gpt.py"
+    if script is None:      # main deprecates pretrain_mamba.py for pretrain_hybrid.py (its module docstring)
+        hybrid = "pretrain_hybrid.py" if version == "main" else "pretrain_mamba.py"
+        script = hybrid if model.hybrid_pattern is not None else "pretrain_gpt.py"
     args = megatron_args(layout, model, training, cluster, assumptions, version=version)
     lines: list[str] = []
     i = 0

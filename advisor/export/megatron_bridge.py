@@ -18,6 +18,7 @@ from ..inputs.finetune import LORA_TARGETS
 from ..inputs.layout import Layout
 from ..inputs.specs import Cluster, Training
 from .batch import refused
+from .megatron_deepspeed import flag_groups
 from .torchrun import torchrun_command
 
 __all__ = ["MEGATRON_BRIDGE_PIN", "MIXED_PRECISION", "megatron_bridge_command", "megatron_bridge_overrides",
@@ -74,6 +75,9 @@ BRIDGE_KEYS: dict[str, str] = {
     "--exp-avg-sq-dtype": "optimizer.exp_avg_sq_dtype",
     "--optimizer-cpu-offload": "optimizer.optimizer_cpu_offload",
     "--no-overlap-p2p-communication": "model.overlap_p2p_comm",
+    "--moe-router-load-balancing-type": "model.moe_router_load_balancing_type",
+    "--moe-aux-loss-coeff": "model.moe_aux_loss_coeff",
+    "--cuda-graph-impl": "model.cuda_graph_impl",
 }
 # Flags the Megatron-Bridge recipe sets another way: the model's shape and position embedding come from the
 # recipe's model provider (the checkpoint's own config); precision is the named mixed_precision recipe;
@@ -91,7 +95,7 @@ FROM_RECIPE = frozenset({
     "--moe-router-num-groups", "--moe-router-group-topk", "--moe-ffn-hidden-size", "--moe-latent-size",
     "--moe-shared-expert-intermediate-size", "--moe-shared-expert-gate", "--moe-layer-freq",
     "--experimental-attention-variant", "--dsa-indexer-n-heads", "--dsa-indexer-head-dim", "--dsa-indexer-topk",
-    "--dsa-indexer-loss-coeff", "--spec", "--hybrid-override-pattern", "--mtp-hybrid-override-pattern",
+    "--dsa-indexer-loss-coeff", "--spec", "--hybrid-override-pattern", "--hybrid-layer-pattern", "--mtp-hybrid-override-pattern",
     "--mamba-state-dim", "--mamba-head-dim", "--mamba-num-groups", "--mamba-num-heads", "--linear-key-head-dim",
     "--linear-value-head-dim", "--linear-num-key-heads", "--linear-num-value-heads", "--linear-conv-kernel-dim",
     "--bf16", "--fp16", "--fp8-format", "--fp8-recipe", "--fp4-format", "--fp4-recipe", "--attention-backend",
@@ -108,21 +112,11 @@ def _value(flag: str, values: list[str]) -> str:
     return values[0] if len(values) == 1 else "[" + ",".join(values) + "]"
 
 
-def _groups(args: list[str]) -> list[tuple[str, list[str]]]:
-    out: list[tuple[str, list[str]]] = []
-    for token in args:
-        if token.startswith("--"):
-            out.append((token, []))
-        else:
-            out[-1][1].append(token)
-    return out
-
-
 def bridge_overrides_of(megatron_lm_args: list[str], layout: Layout) -> list[str]:
     """The ConfigContainer overrides that carry a Megatron-LM argument list's run settings (BRIDGE_KEYS), the
     model-shape flags left to the recipe (FROM_RECIPE); a flag in neither raises KeyError (add it to a table)."""
     out: list[str] = []
-    for flag, values in _groups(megatron_lm_args):
+    for flag, values in flag_groups(megatron_lm_args):
         if flag in FROM_RECIPE:
             continue
         out.append(f"{BRIDGE_KEYS[flag]}={_value(flag, values)}")

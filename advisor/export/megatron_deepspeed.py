@@ -17,7 +17,7 @@ from ..errors import InputError
 from .batch import refused
 
 __all__ = ["BY_VALUE", "DEEPSPEED_CONFIG_FILE", "MEGATRON_DEEPSPEED_PIN", "MEGATRON_DEEPSPEED_SHARED", "NO_EQUIVALENT",
-           "RENAMED", "RESPELLED", "alibi_note", "to_megatron_deepspeed"]
+           "RENAMED", "RESPELLED", "alibi_note", "flag_groups", "to_megatron_deepspeed"]
 MEGATRON_DEEPSPEED_PIN = ("microsoft/Megatron-DeepSpeed", "f4157bea69f3df8c6cb66f2ebcda66ba03d1288e")
 """The Megatron-DeepSpeed release the flags are written for (2024-12-24)."""
 
@@ -71,6 +71,7 @@ NO_EQUIVALENT: dict[str, str] = {
     **dict.fromkeys(("--fp8-format", "--fp8-recipe", "--fp4-format", "--fp4-recipe"), _FP8),
     **dict.fromkeys(("--tp-comm-overlap", "--cpu-offloading-num-layers", "--fp8-param-gather", "--fp4-param-gather",
                      "--grad-reduce-in-bf16"), _SETTINGS),
+    "--cuda-graph-impl": "layout.cuda-graphs-need-megatron",
 }
 """The Megatron-LM flags (or values) Megatron-DeepSpeed has no equivalent of, and the audit rule that refuses a
 layout needing them (prefixes: --moe-*, --mamba-*, --linear-*, --dsa-* as their group's first flag)."""
@@ -80,7 +81,7 @@ DEEPSPEED_CONFIG_FILE = "ds_config.json"
 """The DeepSpeed JSON the command names (`--format deepspeed`, saved beside it)."""
 
 
-def _groups(args: list[str]) -> list[tuple[str, list[str]]]:
+def flag_groups(args: list[str]) -> list[tuple[str, list[str]]]:
     """(flag, values) pairs of a Megatron argument list."""
     out: list[tuple[str, list[str]]] = []
     for token in args:
@@ -115,7 +116,7 @@ def to_megatron_deepspeed(args: list[str], layout, model) -> list[str]:
     out: list[str] = []
     if "--fp8-format" in args:
         _te_layer(model)
-    for flag, values in _groups(args):
+    for flag, values in flag_groups(args):
         tokens = _respell(flag, values)
         if tokens is False:
             rule = _rule(flag)
