@@ -293,7 +293,11 @@ MEGATRON_FLAGS: dict[str, MegatronFlag] = dict([
     _f("--attention-dropout", "float", _pinned(f"{_TC} L191", f"{_TC} L140", "1901"), note="default 0.1"),
     _f("--hidden-dropout", "float", _pinned(f"{_TC} L188", f"{_TC} L137", "1903"), note="default 0.1"),
     _f("--optimizer", "choice", _pinned("arguments.py L2913", "arguments.py L2056", "2245"),
-       choices=("adam", "sgd"), note="'adam' is Adam with decoupled weight decay (AdamW)"),
+       choices=("adam", "sgd"), main_choices=("lion",),
+       note="'adam' is Adam with decoupled weight decay (AdamW); main adds lion (megatron/core/optimizer/__init__.py "
+            "L602: one moment)"),
+    _f("--sgd-momentum", "float", _pinned("arguments.py L2626", "arguments.py L1836"),
+       note="default 0.9 (a momentum buffer); the estimate's sgd keeps no state, so 0.0 is written"),
     # ---- issue 37: the rest of the settings the estimate prices
     _f("--cuda-graph-impl", "choice", _pinned(f"{_TC} L1075 TransformerConfig.cuda_graph_impl", f"{_TC} L776"),
        choices=("local", "transformer_engine", "none"),
@@ -804,7 +808,30 @@ def _recompute_and_precision(out: _Args, layout: Layout, model: Model, training:
     out.add("--attention-backend", "flash" if training.flash_attention else "unfused")
     if training.cuda_graphs:
         out.add("--cuda-graph-impl", "local")
-    out.add("--optimizer", "adam")      # Megatron's adam is AdamW (decoupled weight decay), as the estimate's Adam
+    _optimizer(out, layout, training)
+
+
+def _optimizer(out: _Args, layout: Layout, training: Training) -> None:
+    """Training.optimizer as Megatron runs it: its adam is AdamW (decoupled weight decay), the estimate's Adam;
+    SGD without momentum (the estimate's sgd keeps no state; Megatron's default momentum is 0.9); Lion on main.
+    The rest have no Megatron optimizer (audit rule megatron.optimizer-kind)."""
+    if training.optimizer in ("adam", "adamw"):
+        out.add("--optimizer", "adam")
+    elif training.optimizer == "sgd":
+        out.add("--optimizer", "sgd")
+        out.add("--sgd-momentum", 0.0)
+    elif training.optimizer == "lion" and out.version == "main" and layout.framework == "megatron":
+        out.add("--optimizer", "lion")
+    elif training.optimizer == "lion" and layout.framework == "megatron":
+        raise InputError("Training.optimizer", "lion", f"adam or sgd for Megatron-LM {out.version}",
+                         "export for --framework-version main, whose --optimizer takes lion (audit rule "
+                         "megatron.optimizer-kind)")
+    else:
+        raise refused("Training.optimizer", training.optimizer, "adam, adamw, sgd or lion under Megatron-LM",
+                      "megatron.optimizer-kind", "--optimizer takes adam, sgd (and lion on main)")
+    if training.master_weights == "none":
+        raise refused("Training.master_weights", "none", "'fp32' under Megatron-LM", "megatron.optimizer-kind",
+                      "Megatron's mixed-precision optimizer always keeps a master copy of the weights")
 
 
 def _adam_state(out: _Args, layout: Layout, training: Training, A: Assumptions) -> None:

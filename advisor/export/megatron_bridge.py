@@ -22,7 +22,7 @@ from .megatron_deepspeed import flag_groups
 from .torchrun import torchrun_command
 
 __all__ = ["MEGATRON_BRIDGE_PIN", "MIXED_PRECISION", "megatron_bridge_command", "megatron_bridge_overrides",
-           "BRIDGE_KEYS", "FROM_RECIPE", "bridge_overrides_of"]
+           "BRIDGE_KEYS", "FROM_RECIPE", "NAMED_RECIPE", "bridge_overrides_of"]
 
 MEGATRON_BRIDGE_PIN = ("NVIDIA-NeMo/Megatron-Bridge", "067f987df03b8355b03192d88d70f1709fedf51a")
 """The Megatron-Bridge commit the runner, override keys and recipe names were read at."""
@@ -78,11 +78,13 @@ BRIDGE_KEYS: dict[str, str] = {
     "--moe-router-load-balancing-type": "model.moe_router_load_balancing_type",
     "--moe-aux-loss-coeff": "model.moe_aux_loss_coeff",
     "--cuda-graph-impl": "model.cuda_graph_impl",
+    "--optimizer": "optimizer.optimizer",
+    "--sgd-momentum": "optimizer.sgd_momentum",
 }
 # Flags the Megatron-Bridge recipe sets another way: the model's shape and position embedding come from the
 # recipe's model provider (the checkpoint's own config); precision is the named mixed_precision recipe;
 # --num-layers-per-virtual-pipeline-stage is written as the virtual stage count; the distributed optimizer is two
-# keys (ddp., optimizer.); Adam is the recipe's optimizer.
+# keys (ddp., optimizer.).
 FROM_RECIPE = frozenset({
     "--num-layers", "--hidden-size", "--ffn-hidden-size", "--num-attention-heads", "--kv-channels",
     "--group-query-attention", "--num-query-groups", "--max-position-embeddings", "--position-embedding-type",
@@ -99,8 +101,10 @@ FROM_RECIPE = frozenset({
     "--mamba-state-dim", "--mamba-head-dim", "--mamba-num-groups", "--mamba-num-heads", "--linear-key-head-dim",
     "--linear-value-head-dim", "--linear-num-key-heads", "--linear-num-value-heads", "--linear-conv-kernel-dim",
     "--bf16", "--fp16", "--fp8-format", "--fp8-recipe", "--fp4-format", "--fp4-recipe", "--attention-backend",
-    "--num-layers-per-virtual-pipeline-stage", "--use-distributed-optimizer", "--optimizer",
+    "--num-layers-per-virtual-pipeline-stage", "--use-distributed-optimizer",
 })
+NAMED_RECIPE = frozenset({"--fp8-param-gather", "--fp4-param-gather", "--grad-reduce-in-bf16"})
+"""Settings a named mixed_precision recipe overwrites (audit rule megatron.lora-named-precision-recipe)."""
 _BY_VALUE = {"--no-overlap-p2p-communication": "false", "--use-megatron-fsdp": "true"}
 
 
@@ -140,8 +144,7 @@ def megatron_bridge_overrides(layout: Layout, training: Training, megatron_lm_ar
     if any(t not in LORA_TARGETS for t in targets):
         raise InputError("Training.lora_targets", targets, f"Megatron's fused linears {list(LORA_TARGETS)}",
                          "Megatron-Bridge's LoRA target_modules are linear_qkv, linear_proj, linear_fc1, linear_fc2")
-    if "--grad-reduce-in-bf16" in megatron_lm_args or ("--fp8-param-gather" in megatron_lm_args
-                                                        or "--fp4-param-gather" in megatron_lm_args):
+    if NAMED_RECIPE & set(megatron_lm_args):
         raise refused("Assumptions", "fp8_param_gather or megatron_main_grad_bytes 2",
                       "a setting of a named Megatron-Bridge precision recipe", "megatron.lora-named-precision-recipe",
                       "mixed_precision is a named recipe (fp8_param_gather False, grad_reduce_in_fp32 True), which "

@@ -28,7 +28,7 @@ MEGATRON_DEEPSPEED_SHARED = frozenset({
     "--micro-batch-size", "--global-batch-size", "--recompute-granularity", "--recompute-method",
     "--recompute-num-layers", "--disable-bias-linear", "--sequence-parallel", "--fp16", "--bf16",
     "--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--rotary-percent", "--attention-dropout",
-    "--hidden-dropout", "--optimizer",
+    "--hidden-dropout", "--optimizer", "--sgd-momentum",
 })
 
 # Megatron-LM flags it spells otherwise, renamed with their values as they are
