@@ -36,6 +36,8 @@ DEEPSPEED_KEYS: dict[str, str] = {
     "batch identity": "deepspeed/runtime/config.py DeepSpeedConfig._batch_assertion L590-605",
     "sequence_parallel_size": "deepspeed/runtime/config.py DeepSpeedConfig.__init__ L468-469: without an mpu the "
                               "DP world is world_size / sequence_parallel_size (DeepSpeed-Ulysses)",
+    "data_parallel_size": "deepspeed/__init__.py initialize: with sequence_parallel_size it builds the "
+                          "(data_parallel, sequence_parallel) mesh (dist.initialize_mesh_device)",
     "optimizer.type": "deepspeed/runtime/engine.py _configure_basic_optimizer L2476 (Adam, AdamW: "
                       "DeepSpeedCPUAdam under ZeRO-Offload); without it a client optimizer meets "
                       "zero_force_ds_cpu_optimizer's ZeRORuntimeException (engine.py L2344)",
@@ -88,6 +90,8 @@ def deepspeed_config(layout: Layout, model: Model, training: Training, cluster: 
                           "deepspeed.ulysses-heads-divisible-by-cp",
                           "DeepSpeed-Ulysses gives each rank heads / sequence_parallel_size heads")
         cfg["sequence_parallel_size"] = layout.cp
+        # with both keys deepspeed.initialize builds the (data_parallel, sequence_parallel) mesh itself
+        cfg["data_parallel_size"] = b.dp
     if layout.offload != "none":
         # DeepSpeed's own optimizer: a client torch optimizer is refused under ZeRO-Offload
         cfg["optimizer"] = {"type": "AdamW" if training.optimizer == "adamw" else "Adam", "params": {}}
@@ -166,7 +170,10 @@ def deepspeed_notes(layout: Layout, model: Model, training: Training, cluster: C
             f"and refuses the batch ({b.gbs} != {b.mbs} * {b.m} * {cluster.gpus})")
     if "sequence_parallel_size" in deepspeed_config(layout, model, training, cluster, assumptions):
         notes.append(f"sequence_parallel_size {layout.cp}: DeepSpeed-Ulysses; the model's attention must run through "
-                     "deepspeed.sequence.layer.DistributedAttention (or an integration that wraps it)")
+                     "deepspeed.sequence.layer.DistributedAttention (or an integration that wraps it). Pass the file "
+                     "to deepspeed.initialize (which loads it and builds the data x sequence mesh), or the loaded "
+                     "dict to DeepSpeedConfig: given a path, DeepSpeedConfig looks for sequence_parallel_size in the "
+                     "path string and counts every GPU as data-parallel")
     rec = recipe(training.precision)
     if rec.low_precision and layout.framework == "deepspeed":
         # DeepSpeed's config has bf16 / fp16 sections only (runtime/precision_config.py); the estimate's
