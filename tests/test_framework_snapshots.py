@@ -240,3 +240,15 @@ def test_what_megatron_deepspeed_cannot_run_is_an_audit_error_and_the_exports_re
     assert rule in {f.rule_id for f in res.errors}
     with pytest.raises(advisor.InputError, match=f"forbidden by audit rule {rule}"):
         ex.megatron_args(res.layout, res.model, res.training, res.cluster)
+
+
+def test_a_stated_torchtitan_release_that_cannot_pipeline_qwen3_keeps_one_stage():
+    """torchtitan v0.2.2's qwen3 TrainSpec has no pipelining_fn: Qwen3-30B-A3B was given 2 stages there."""
+    cluster = Cluster(gpu="H100", gpus=32)
+    stated = advisor.recommend(cluster, "qwen3-30b-a3b", {"framework": "torchtitan", "framework_version": "v0.2.2"})
+    assert stated.layout.framework == "torchtitan" and stated.layout.pp == 1
+    rejects = [e for e in stated.trace.events if getattr(e, "rule_id", None) == "torchtitan.qwen3-pipelining-release"]
+    assert rejects, "the trace names the rule that kept pp at 1"
+    main = advisor.audit(cluster, "qwen3-30b-a3b", Layout(framework="torchtitan", pp=2, ep=8, etp=1, zero_stage=3),
+                         {"framework": "torchtitan", "framework_version": "main"})
+    assert "torchtitan.qwen3-pipelining-release" not in {f.rule_id for f in main.findings}

@@ -133,6 +133,11 @@ def torchtitan_notes(layout: Layout, model: Model, training: Training, cluster: 
     else:
         notes.append("merge the sections into your job TOML (with [model] name and flavor) and pass it with "
                      "--job.config_file; torchtitan after v0.2.2 reads no TOML (use --framework-version main)")
+        if layout.pp > 1 and model.qk_norm:
+            notes.append(f"pipeline_parallel_degree {layout.pp}: v0.2.2's qwen3 model has no pipelining (its TrainSpec's "
+                         "pipelining_fn is None; train.py raises); state the stack (--framework torchtitan "
+                         "--framework-version v0.2.2) and the planner keeps pp 1 (audit rule "
+                         "torchtitan.qwen3-pipelining-release), or run main")
     if training.precision in ("fp8", "fp8-cs"):
         notes.append("fp8: enable torchtitan's float8 model converter (v0.2.2 [model] converters = [\"float8\"]; main: "
                      "a config_registry function with the float8 converter, as llama3_debugmodel_float8)")
