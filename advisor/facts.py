@@ -147,6 +147,9 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("model.qkv_bias", bool, "only the QKV projection carries a bias (Qwen2)"),
     ("model.qk_norm", bool, "a norm over each query and key head (Qwen3, Megatron-LM --qk-layernorm)"),
     ("model.attention_output_gate", bool, "a sigmoid gate on the attention output (Qwen3-Next)"),
+    ("model.local_attention", bool, "some layers attend a window or a chunk of the context (Model.sliding_window, "
+     "attention_chunk)"),
+    ("model.attention_sinks", bool, "a learned sink logit per head (gpt-oss)"),
     # --- scope "layout": the layout under audit, and numbers derived from it -------------------
     ("layout.framework", str, "megatron, deepspeed, megatron+deepspeed or torchtitan"),
     ("layout.tp", int, "tensor-parallel degree"),
@@ -305,6 +308,8 @@ def build_facts(cluster: Cluster, model: Model, training: Training) -> dict[str,
             "qkv_bias": model.qkv_bias and not model.bias,
             "qk_norm": model.qk_norm,
             "attention_output_gate": model.attention_output_gate,
+            "local_attention": model.sliding_window is not None or model.attention_chunk is not None,
+            "attention_sinks": model.attention_sinks,
         },
         "training": {
             "seq_len": training.seq_len,

@@ -329,3 +329,18 @@ def test_hybrid_stacks_use_mains_entry_point_and_pattern_flag():
     assert "pretrain_hybrid.py" in main and "--hybrid-layer-pattern" in main and "--hybrid-override-pattern" not in main
     old = ex.megatron_command(layout, nh, training, cluster, version="core_v0.16.1")
     assert "pretrain_mamba.py" in old and "--hybrid-override-pattern" in old
+
+
+def test_windowed_attention_and_sinks_are_the_models():
+    """gpt-oss: a 128-token window on every other layer and a learned sink per head, priced by the estimate, in
+    Megatron-Bridge's gpt-oss bridge's spelling; chunked attention (Llama 4) has no flag and the notes say so."""
+    oss = Model.preset("gpt-oss-20b")
+    layout = Layout(tp=1, pp=1, ep=8, etp=1, dp=8, zero_stage=1, num_microbatches=64)
+    cluster, training = Cluster(gpu="H100", gpus=8), Training(seq_len=4096, global_batch_size=512)
+    args = " ".join(ex.megatron_args(layout, oss, training, cluster))
+    assert f"--window-size {oss.sliding_window - 1},0 --window-attn-skip-freq 2" in args
+    assert "--softmax-type learnable" in args
+    assert "--window-size" not in _args() and "--softmax-type" not in _args()
+    mds = advisor.audit(Cluster(gpu="H100", gpus=16), oss, Layout(framework="megatron+deepspeed", tp=2, zero_stage=1),
+                        training)
+    assert "megatron-deepspeed.model-code" in {f.rule_id for f in mds.errors}

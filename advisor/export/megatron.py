@@ -307,6 +307,12 @@ MEGATRON_FLAGS: dict[str, MegatronFlag] = dict([
        note="default aux_loss, whose coefficient defaults to 0: no balancing at all"),
     _f("--moe-aux-loss-coeff", "float", _pinned(f"{_TC} L875", f"{_TC} L659"),
        note="nargs='+'; megatron/core/transformer/moe/README.md (Basic MoE Training) starts at 1e-2"),
+    _f("--window-size", "str", _pinned(f"arguments.py L2384 (type=tuple_type); {_TC} L247", f"arguments.py L1632; {_TC} L196"),
+       note="(left, right) tokens: Model.sliding_window - 1, 0, as Megatron-Bridge's gpt-oss and Gemma-2 bridges set it"),
+    _f("--window-attn-skip-freq", "moe_freq", _pinned(f"arguments.py L2387; {_TC} L251", f"arguments.py L1635; {_TC} L200"),
+       note="N: one full-attention layer after N-1 windowed ones (Model.global_attention_every)"),
+    _f("--softmax-type", "choice", _pinned(f"{_TC} L170", f"{_TC} L119"), choices=("vanilla", "off-by-one", "learnable"),
+       note="learnable: a learned sink logit per head (Model.attention_sinks; gpt-oss's bridge sets it)"),
     _f("--hybrid-layer-pattern", "str", _pinned("arguments.py L3652 _add_experimental_args", "not declared"),
        versions=("main",), note="main's spelling of --hybrid-override-pattern (deprecated there, L743)"),
 ])
@@ -420,6 +426,9 @@ def megatron_notes(layout: Layout, model: Model, training: Training, cluster: Cl
         notes.append(f"Megatron-DeepSpeed: save the DeepSpeed JSON (--format deepspeed) as {DEEPSPEED_CONFIG_FILE} "
                      "beside the command (--deepspeed_config); ZeRO and offload are set there")
         notes += alibi_note(megatron_args(layout, model, training, cluster, assumptions))
+    if model.attention_chunk is not None:
+        notes.append(f"chunked local attention ({model.attention_chunk} tokens; Llama 4) has no Megatron-LM flag: these "
+                     "flags attend the whole context in every layer, which the estimate did not price")
     if model.rope_scaling == "llama3":
         notes.append("--use-rope-scaling applies Llama 3.1's frequency bands (low_freq_factor 1, high_freq_factor 4, "
                      "original context 8192; rotary_pos_embedding.py _apply_scaling): a config.json with other bands "
@@ -472,6 +481,7 @@ def _shape(out: _Args, layout: Layout, model: Model, b: Batch, A: Assumptions) -
         out.add("--qk-layernorm")
     if model.attention_output_gate:
         out.add("--attention-output-gate")
+    _local_attention(out, model)
     if model.mla is not None:
         a = model.mla
         out.add("--multi-latent-attention")
@@ -503,6 +513,19 @@ def _shape(out: _Args, layout: Layout, model: Model, b: Batch, A: Assumptions) -
             out.add("--mamba-head-dim", model.mamba_head_dim)
             out.add("--mamba-num-groups", model.mamba_groups)
             out.add("--mamba-num-heads", model.mamba_heads)
+
+
+def _local_attention(out: _Args, model: Model) -> None:
+    """Sliding-window attention and attention sinks, as the estimate prices them, in the spelling Megatron-Bridge's
+    gpt-oss and Gemma-2 bridges use (NVIDIA-NeMo/Megatron-Bridge@067f987 models/gpt_oss/gpt_oss_bridge.py L86-88:
+    window_size (sliding_window - 1, 0), window_attn_skip_freq 2, softmax_type learnable). Chunked attention
+    (Llama 4) has no Megatron-LM flag: megatron_notes says so."""
+    if model.sliding_window is not None:
+        out.add("--window-size", f"{model.sliding_window - 1},0")
+        if model.global_attention_every:
+            out.add("--window-attn-skip-freq", model.global_attention_every)
+    if model.attention_sinks:
+        out.add("--softmax-type", "learnable")
 
 
 # The weight of the DSA indexer's KL loss (Megatron-Core dsa_indexer_loss_coeff, None by default, which dsa.py

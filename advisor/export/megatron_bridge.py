@@ -97,7 +97,7 @@ FROM_RECIPE = frozenset({
     "--moe-router-num-groups", "--moe-router-group-topk", "--moe-ffn-hidden-size", "--moe-latent-size",
     "--moe-shared-expert-intermediate-size", "--moe-shared-expert-gate", "--moe-layer-freq",
     "--experimental-attention-variant", "--dsa-indexer-n-heads", "--dsa-indexer-head-dim", "--dsa-indexer-topk",
-    "--dsa-indexer-loss-coeff", "--spec", "--hybrid-override-pattern", "--hybrid-layer-pattern", "--mtp-hybrid-override-pattern",
+    "--dsa-indexer-loss-coeff", "--window-size", "--window-attn-skip-freq", "--softmax-type", "--spec", "--hybrid-override-pattern", "--hybrid-layer-pattern", "--mtp-hybrid-override-pattern",
     "--mamba-state-dim", "--mamba-head-dim", "--mamba-num-groups", "--mamba-num-heads", "--linear-key-head-dim",
     "--linear-value-head-dim", "--linear-num-key-heads", "--linear-num-value-heads", "--linear-conv-kernel-dim",
     "--bf16", "--fp16", "--fp8-format", "--fp8-recipe", "--fp4-format", "--fp4-recipe", "--attention-backend",
