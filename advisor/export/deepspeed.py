@@ -145,6 +145,11 @@ def _run_notes(layout: Layout, training: Training, cluster: Cluster) -> list[str
                      "does with gradient_checkpointing=True (--format trl writes it), a DeepSpeed PipelineModule with "
                      "activation_checkpoint_interval=1, other model code by wrapping each layer in "
                      "deepspeed.checkpointing.checkpoint")
+    if layout.ep > 1 and layout.framework == "deepspeed":
+        # deepspeed/moe/layer.py MoE(ep_size=...): expert groups are built by the model's MoE layers, not the config
+        notes.append(f"expert parallelism ep {layout.ep}: DeepSpeed's JSON has no key for it; the model's expert layers "
+                     f"must be deepspeed.moe.layer.MoE(..., ep_size={layout.ep}) (or an integration that builds them), "
+                     "whose expert-data-parallel groups DeepSpeed creates at initialize")
     if training.frozen_base and layout.framework == "deepspeed":
         notes.append(f"{training.task}: DeepSpeed trains what requires grad; the adapters and the frozen base are "
                      "PEFT's (--format peft: LoraConfig and, for QLoRA, BitsAndBytesConfig)")
