@@ -26,7 +26,7 @@ from situations import situations  # tests/ is on sys.path (rootdir conftest)
 FORMATS = {
     "megatron": (ex.megatron_args,),
     "megatron+deepspeed": (ex.megatron_args, ex.deepspeed_config),
-    "deepspeed": (ex.deepspeed_config, ex.accelerate_config),
+    "deepspeed": (ex.deepspeed_config, ex.accelerate_config, ex.trl_config),
     "torchtitan": (ex.torchtitan_toml, ex.torchtitan_args),
 }
 
