@@ -280,7 +280,7 @@ def _export(fmt: str, layout, model, training, cluster, assumptions, version: st
     if fmt == "peft":
         return export.peft_config(model, training), []
     if fmt == "trl":
-        return export.trl_config(layout, model, training, cluster), []
+        return export.trl_config(layout, model, training, cluster), export.trl_notes(layout, training)
     return (export.torchtitan_config(layout, model, training, cluster, assumptions, version=release),
             export.torchtitan_notes(layout, model, training, cluster, assumptions, version=release))
 

@@ -25,7 +25,7 @@ from .escape import shell_word, yaml_comment, yaml_scalar
 
 __all__ = ["ACCELERATE_SOURCE", "PEFT_SOURCE", "TRAINER_SOURCE", "TRL_SOURCE", "ACCELERATE_KEYS", "LORA_KEYS",
            "TRAINER_OPTIM", "SFT_KEYS", "MAIN_PROCESS_IP_PLACEHOLDER", "accelerate_config", "accelerate_notes", "peft_config",
-           "trl_config"]
+           "trl_config", "trl_notes"]
 
 ACCELERATE_SOURCE = ("huggingface/accelerate 1.15.0: src/accelerate/commands/config/config_args.py (ClusterConfig), "
                      "src/accelerate/commands/launch.py (launch_command_parser)")
@@ -128,6 +128,20 @@ TRL_SOURCE = ("huggingface/trl @ f2cd57710ae345ea6428ae95363267fcf38a3dc8 (1.10.
               "SFTConfig (max_length, packing, model_init_kwargs), a transformers TrainingArguments")
 SFT_KEYS = ("per_device_train_batch_size", "gradient_accumulation_steps", "gradient_checkpointing", "bf16", "fp16",
             "optim", "deepspeed", "max_length", "packing", "model_init_kwargs")
+
+
+def trl_notes(layout: Layout, training: Training) -> list[str]:
+    """What the Trainer's arguments cannot say: FP8 GEMMs and model parallelism come from elsewhere."""
+    notes = []
+    if training.precision not in ("bf16", "fp16"):
+        notes.append(f"precision {training.precision}: the Trainer has no FP8 / FP4 GEMM setting; the estimate assumes "
+                     "the linear layers run in low precision (accelerate's fp8 mixed precision with Transformer Engine "
+                     "or torchao), which this config does not turn on")
+    if layout.tp > 1 or layout.pp > 1:
+        notes.append(f"tp {layout.tp} x pp {layout.pp}: the Trainer with DeepSpeed runs data parallelism (ZeRO); the model "
+                     "parallelism must come from a model-parallel unit the launch supplies (the DeepSpeed notes say "
+                     "which dp it must report)")
+    return notes
 
 
 def trl_config(layout: Layout, model: Model, training: Training, cluster: Cluster, assumptions=None,
