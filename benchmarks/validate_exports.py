@@ -557,6 +557,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--snapshot", action="store_true", help="also write tests/data/frameworks/*.json")
     ap.add_argument("--only", help="run the scenarios whose name contains this")
     ap.add_argument("--json", metavar="FILE", help="write the results as JSON too")
+    ap.add_argument("--checks", help="run only the checks whose name starts with one of these (comma-separated, "
+                                     "e.g. megatron,deepspeed,hf)")
     args = ap.parse_args(argv)
     data = tomllib.loads(DATA.read_text())
     work = Path(args.workdir)
@@ -567,7 +569,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.only:
         data["scenario"] = [s for s in data["scenario"] if args.only in s["name"]]
     rows = []
-    for job in exports(data):
+    jobs = exports(data)
+    if args.checks:
+        jobs = [j for j in jobs if j["check"] == "-" or j["check"].startswith(tuple(args.checks.split(",")))]
+    for job in jobs:
         res = check(py, work, job)
         rows.append({**{k: job.get(k) for k in ("scenario", "layout", "check")}, **res})
         mark = "accepted" if res["ok"] else "-" if res["ok"] is None else "REFUSED"
