@@ -30,8 +30,8 @@ from .inputs.stacks import STACKS
 __all__ = ["main", "EXIT_STATUS"]
 
 
-FORMATS = ("text", "json", "megatron", "deepspeed", "torchtitan", "accelerate", "peft")
-LAUNCH_FORMATS = ("megatron", "deepspeed", "torchtitan", "accelerate", "peft")
+FORMATS = ("text", "json", "megatron", "deepspeed", "torchtitan", "accelerate", "peft", "trl")
+LAUNCH_FORMATS = ("megatron", "deepspeed", "torchtitan", "accelerate", "peft", "trl")
 
 # --framework-version: the releases each launch format is written for (the first is the default).
 FRAMEWORK_VERSIONS = {
@@ -40,6 +40,7 @@ FRAMEWORK_VERSIONS = {
     "deepspeed": ("0.19.8",),
     "accelerate": ("1.15.0",),
     "peft": ("0.21.2",),
+    "trl": ("1.10.0.dev0",),
 }
 
 # The launch-config formats each framework runs (tests/test_audit_export_contract.py FORMATS):
@@ -47,7 +48,7 @@ FRAMEWORK_VERSIONS = {
 FRAMEWORK_FORMATS = {
     "megatron": ("megatron",),
     "megatron+deepspeed": ("megatron", "deepspeed"),
-    "deepspeed": ("deepspeed", "accelerate"),
+    "deepspeed": ("deepspeed", "accelerate", "trl"),
     "torchtitan": ("torchtitan",),
 }
 # Formats that describe the job rather than one framework's launch (PEFT's LoraConfig arguments).
@@ -360,9 +361,12 @@ def _export(fmt: str, layout, model, training, cluster, assumptions, version: st
                 export.deepspeed_notes(layout, model, training, cluster, assumptions))
     if fmt == "accelerate":
         return (export.accelerate_config(layout, model, training, cluster),
-                ["DeepSpeed's settings are in the JSON of --format deepspeed, saved as ds_config.json beside it"])
+                ["DeepSpeed's settings are in the JSON of --format deepspeed, saved as ds_config.json beside it",
+                 *export.accelerate_notes(cluster)])
     if fmt == "peft":
         return export.peft_config(model, training), []
+    if fmt == "trl":
+        return export.trl_config(layout, model, training, cluster), export.trl_notes(layout, training)
     return (export.torchtitan_config(layout, model, training, cluster, assumptions, version=release),
             export.torchtitan_notes(layout, model, training, cluster, assumptions, version=release))
 
@@ -388,8 +392,8 @@ def _check_format(fmt: str, framework: str) -> None:
         from .errors import InputError
 
         raise InputError("--format", fmt, f"a format framework {framework!r} runs: {' or '.join(runs)}",
-                         f"the recommended layout is for {framework}; print it with --format {runs[0]} "
-                         f"(or --json), or choose the framework with a site rule (use_framework)")
+                         f"the layout is for {framework}; print it with --format {runs[0]} (or --json), or state "
+                         f"the stack that runs it with --framework (or a site rule's use_framework)")
 
 
 def _assumptions(items: list[str]):
@@ -496,6 +500,8 @@ def _audit(args) -> int:
                    assumptions=_assumptions(args.assume), compare=not args.no_compare)
     fmt = "json" if args.json else args.format
     if not _emit_result(report, fmt, args):
+        if report.ok:
+            _check_format(fmt, report.layout.framework)
         _emit_export(fmt, report, report.layout if report.ok else None, _assumptions(args.assume),
                      args.framework_version, report.explain())
     return 0 if report.ok else 1

@@ -26,7 +26,7 @@ from situations import situations  # tests/ is on sys.path (rootdir conftest)
 FORMATS = {
     "megatron": (ex.megatron_args,),
     "megatron+deepspeed": (ex.megatron_args, ex.deepspeed_config),
-    "deepspeed": (ex.deepspeed_config, ex.accelerate_config),
+    "deepspeed": (ex.deepspeed_config, ex.accelerate_config, ex.trl_config),
     "torchtitan": (ex.torchtitan_toml, ex.torchtitan_args),
 }
 
@@ -41,6 +41,10 @@ MIRRORED = {
     "megatron.fp8-param-gather-needs-sharded-optimizer", "megatron.fp8-param-gather-offload-delayed",
     "megatron.activation-offload-layers", "megatron.main-grad-bytes", "megatron.optimizer-state-bytes",
     "deepspeed.ulysses-heads-divisible-by-cp", "torchtitan.ddp-is-one-dimensional", "torchtitan.experts-have-no-tp",
+    "megatron-deepspeed.model-code", "megatron-deepspeed.no-megatron-moe", "megatron-deepspeed.fp8-te-layer",
+    "megatron-deepspeed.ulysses-not-with-sequence-parallel", "megatron-deepspeed.run-settings",
+    "megatron-deepspeed.no-adapters", "megatron.qlora-no-4bit-base", "torchtitan.adapters",
+    "megatron.lora-named-precision-recipe", "layout.cuda-graphs-need-megatron",
 }
 
 MODELS = ("llama-3-8b", "llama-2-7b", "qwen2.5-7b", "mixtral-8x7b", "qwen3-30b-a3b", "bloom-176b", "gpt-3-5b",
@@ -68,7 +72,8 @@ def layouts(draw, cluster: Cluster, model: Model) -> Layout:
 
 # Run settings of the estimate the exporters must write or refuse (advisor.export.megatron.ASSUMPTIONS_IN_FLAGS)
 ASSUMED = [None, {"ep_a2a_overlap": True}, {"fp8_param_gather": True}, {"activation_offload_layers": 40},
-           {"moe_token_dispatcher": "deepep"}, {"megatron_optimizer_bytes": 4.0}, {"megatron_main_grad_bytes": 2.0}]
+           {"moe_token_dispatcher": "deepep"}, {"megatron_optimizer_bytes": 4.0}, {"megatron_main_grad_bytes": 2.0},
+           {"tp_comm_overlap": True}]
 
 
 def _export_errors(report, assumptions=None) -> list[advisor.InputError]:
@@ -88,7 +93,9 @@ def test_audit_ok_exports_and_every_refusal_is_an_audit_rule(data):
         models=MODELS, sizes=(8, 16, 32, 64, 128, 256), seqs=(2048, 4096, 8192, 16384, 32768),
         batches=(256, 512, 1024)))
     precision = data.draw(st.sampled_from(["bf16", "bf16", "fp16", "fp8"]))
-    training = training.model_copy(update={"precision": precision})
+    task = data.draw(st.sampled_from(["pretrain", "pretrain", "pretrain", "lora", "qlora"]))
+    graphs = data.draw(st.sampled_from([False, False, False, True]))
+    training = training.model_copy(update={"precision": precision, "task": task, "cuda_graphs": graphs})
     assumed = data.draw(st.sampled_from(ASSUMED))
     report = advisor.audit(cluster, model, data.draw(layouts(cluster, model)), training, assumptions=assumed)
     errors = {f.rule_id for f in report.errors}

@@ -162,3 +162,186 @@ def test_fp4_parameters_under_nvfp4():
     for version in ex.MEGATRON_PINS:
         args = ex.megatron_args(TP8, LLAMA, fp4, b200, a, version=version)
         assert "--fp4-param-gather" in args and "--fp8-param-gather" not in args
+
+
+# --- Training: every field the estimate prices is written by the exports, or listed with why not (issue 37) ----
+
+TRAINING_WRITTEN = {
+    "seq_len": "Megatron --seq-length, Bridge dataset.seq_length, torchtitan seq_len, TRL max_length",
+    "global_batch_size": "Megatron --global-batch-size, DeepSpeed train_batch_size, torchtitan global batch",
+    "precision": "Megatron --bf16/--fp16/--fp8-*/--fp4-*, Bridge mixed_precision, DeepSpeed bf16/fp16, TRL bf16/fp16",
+    "optimizer": "Megatron --optimizer adam|sgd|lion (audit rule megatron.optimizer-kind for the rest), TRL optim",
+    "master_weights": "TRL model_init_kwargs.dtype and PEFT's autocast_adapter_dtype; Megatron always keeps one "
+                      "(audit rule megatron.optimizer-kind refuses 'none')",
+    "flash_attention": "Megatron --attention-backend flash|unfused, TRL attn_implementation",
+    "cuda_graphs": "Megatron --cuda-graph-impl local; elsewhere audit rule layout.cuda-graphs-need-megatron",
+    "packed_sample_tokens": "TRL packing (per-sample attention through the padding-free collator)",
+    "task": "LoRA: Megatron-Bridge's run_recipe.py --mode lora, PEFT's LoraConfig (+ BitsAndBytesConfig for QLoRA); "
+            "refused where no adapter runs (megatron-deepspeed.no-adapters, torchtitan.adapters, "
+            "megatron.qlora-no-4bit-base)",
+    "lora_rank": "Bridge peft.dim, PEFT r",
+    "lora_alpha": "Bridge peft.alpha, PEFT lora_alpha",
+    "lora_targets": "Bridge peft.target_modules (linear_*), PEFT target_modules",
+    "lora_dropout": "Bridge peft.dropout, PEFT lora_dropout",
+}
+TRAINING_NOT_WRITTEN = {
+    "micro_batch_size": "a bound for the planner: the layout's micro_batch_size is what the exports write",
+    "framework": "which stack runs the job: it chooses the layout's framework and so the format, not a setting in it",
+    "framework_version": "which release: the rules read it; --framework-version chooses the release a config is "
+                         "written for",
+    "memory_headroom": "the free memory the planner keeps: it chooses the layout, no framework is told it",
+}
+# Formats that do not carry a field the estimate prices, and why (the person running it sets it elsewhere)
+TRAINING_GAPS = {
+    ("packed_sample_tokens", "megatron"): "packed sequences are the data's (Megatron-Bridge packed_sequence_specs, "
+                                          "THD batches): pretrain_gpt.py has no flag",
+}
+
+
+def test_every_training_field_is_placed():
+    fields = set(Training.model_fields)
+    assert set(TRAINING_WRITTEN) | set(TRAINING_NOT_WRITTEN) == fields
+    assert not set(TRAINING_WRITTEN) & set(TRAINING_NOT_WRITTEN)
+    assert {field for field, _ in TRAINING_GAPS} <= set(TRAINING_WRITTEN)
+
+
+LORA = TRAIN.model_copy(update={"task": "lora", "lora_rank": 8, "lora_alpha": 16, "lora_targets": ("qkv", "proj"),
+                                "lora_dropout": 0.05})
+ZERO3 = Layout(framework="deepspeed", tp=1, pp=1, dp=64, zero_stage=3, num_microbatches=8, recompute="full")
+
+
+def _trl(training, layout=ZERO3):
+    import json
+    return json.loads(ex.trl_config(layout, LLAMA, training, CLUSTER))["sft_config"]
+
+
+@pytest.mark.parametrize(("field", "check"), [
+    ("seq_len", lambda: "--seq-length 4096" in _args(training=TRAIN.model_copy(update={"seq_len": 4096}))
+     and _trl(TRAIN)["max_length"] == 8192),
+    ("global_batch_size", lambda: "--global-batch-size 512" in _args()
+     and ex.deepspeed_config(ZERO3, LLAMA, TRAIN, CLUSTER)["train_batch_size"] == 512),
+    ("precision", lambda: "--fp8-format hybrid" in _args(training=FP8)
+     and _trl(TRAIN.model_copy(update={"precision": "fp16"}))["fp16"] is True),
+    ("optimizer", lambda: "--optimizer sgd --sgd-momentum 0.0" in _args(training=TRAIN.model_copy(update={"optimizer": "sgd"}))
+     and _trl(TRAIN.model_copy(update={"optimizer": "adamw-8bit"}))["optim"] == "adamw_bnb_8bit"),
+    ("master_weights", lambda: _trl(TRAIN)["model_init_kwargs"]["dtype"] == "float32"
+     and _trl(TRAIN.model_copy(update={"master_weights": "none"}))["model_init_kwargs"]["dtype"] == "bfloat16"),
+    ("flash_attention", lambda: "--attention-backend unfused" in _args(training=TRAIN.model_copy(
+        update={"flash_attention": False})) and _trl(TRAIN)["model_init_kwargs"]["attn_implementation"]
+     == "flash_attention_2"),
+    ("cuda_graphs", lambda: "--cuda-graph-impl local" in _args(training=TRAIN.model_copy(update={"cuda_graphs": True}))
+     and "--cuda-graph-impl" not in _args()),
+    ("packed_sample_tokens", lambda: _trl(TRAIN.model_copy(update={"packed_sample_tokens": 1000}))["packing"] is True
+     and _trl(TRAIN)["packing"] is False),
+    ("task", lambda: "--mode lora" in ex.megatron_command(TP8, LLAMA, LORA, CLUSTER)),
+    ("lora_rank", lambda: "peft.dim=8" in _args(training=LORA)),
+    ("lora_alpha", lambda: "peft.alpha=16" in _args(training=LORA)),
+    ("lora_targets", lambda: "peft.target_modules=[linear_qkv,linear_proj]" in _args(training=LORA)),
+    ("lora_dropout", lambda: "peft.dropout=0.05" in _args(training=LORA)),
+])
+def test_the_exports_write_the_training_setting(field, check):
+    assert field in TRAINING_WRITTEN
+    assert check(), field
+
+
+def test_zero3_recompute_is_carried_by_the_trainer_and_named_by_the_json_notes():
+    """The issue's case: deepspeed/tp1-dp64-pp1-zero3-mbs2-nmb4-rc:full for 70B on 64 H100 dropped the recompute
+    (388.6 GiB per GPU without it)."""
+    rec = advisor.recommend(CLUSTER, "llama-3-70b", TRAIN.model_copy(update={"framework": "deepspeed"}))
+    assert rec.layout.framework == "deepspeed" and rec.layout.recompute == "full"
+    import json
+    sft = json.loads(ex.trl_config(rec.layout, rec.model, rec.training, rec.cluster))["sft_config"]
+    assert sft["gradient_checkpointing"] is True and sft["deepspeed"] == "ds_config.json"
+    notes = " ".join(ex.deepspeed_notes(rec.layout, rec.model, rec.training, rec.cluster))
+    assert "gradient_checkpointing=True" in notes
+
+
+def test_the_lora_export_carries_the_adapter_not_a_full_weight_job():
+    """The issue's case: recommend --model llama-3-70b --gpu H100 --gpus 8 --task lora --format megatron printed a
+    plain pretrain_gpt.py line (220.9 GiB per GPU as a full-weight job)."""
+    rec = advisor.recommend(Cluster(gpu="H100", gpus=8), "llama-3-70b", {"task": "lora"})
+    assert rec.layout.framework == "megatron"
+    cmd = ex.megatron_command(rec.layout, rec.model, rec.training, rec.cluster, rec.estimates.assumptions)
+    assert "pretrain_gpt.py" not in cmd and "run_recipe.py" in cmd and "--mode lora" in cmd
+    assert "peft.dim=16" in cmd and "peft.alpha=32" in cmd
+    assert "peft.target_modules=[linear_qkv,linear_proj,linear_fc1,linear_fc2]" in cmd
+    assert f"model.tensor_model_parallel_size={rec.layout.tp}" in cmd
+
+
+def test_qlora_is_never_a_16_bit_megatron_job():
+    """QLoRA on 16 A100-40GB was exported as a Megatron job with no 4-bit base and no adapter."""
+    rec = advisor.recommend(Cluster(gpu="A100-40GB", gpus=16), "llama-3-70b", {"task": "qlora"})
+    assert rec.status == "recommended" and rec.layout.framework == "deepspeed"
+    import json
+    assert json.loads(ex.peft_config(rec.model, rec.training))["bnb_config"]["bnb_4bit_quant_type"] == "nf4"
+    forced = advisor.audit(rec.cluster, rec.model, Layout(tp=8, pp=1, sp=True, zero_stage=1), rec.training)
+    assert "megatron.qlora-no-4bit-base" in {f.rule_id for f in forced.errors}
+    with pytest.raises(advisor.InputError, match="forbidden by audit rule megatron.qlora-no-4bit-base"):
+        ex.megatron_args(forced.layout, forced.model, forced.training, forced.cluster)
+
+
+@pytest.mark.parametrize("fmt", ["megatron", "torchtitan", "accelerate", "deepspeed"])
+def test_multi_node_exports_name_what_each_node_needs(fmt):
+    if fmt == "megatron":
+        notes = ex.megatron_notes(TP8, LLAMA, TRAIN, CLUSTER)
+    elif fmt == "torchtitan":
+        titan = Layout(framework="torchtitan", tp=8, dp=8, zero_stage=3, sp=True, num_microbatches=64)
+        notes = ex.torchtitan_notes(titan, LLAMA, TRAIN, CLUSTER)
+    elif fmt == "accelerate":
+        yaml = ex.accelerate_config(ZERO3, LLAMA, TRAIN, CLUSTER)
+        assert "main_process_ip:" in yaml and "main_process_port: 29500" in yaml
+        notes = ex.accelerate_notes(CLUSTER)
+    else:
+        notes = ex.deepspeed_notes(ZERO3, LLAMA, TRAIN, CLUSTER)
+    text = " ".join(notes)
+    assert "8 nodes" in text or "each of the 8 nodes" in text
+    names = {"megatron": ("MASTER_ADDR", "MASTER_PORT", "JOB_ID", "srun"), "torchtitan": ("MASTER_ADDR", "JOB_ID"),
+             "accelerate": ("--machine_rank", "main_process_ip", "srun"), "deepspeed": ("--hostfile", "MASTER_ADDR")}
+    for name in names[fmt]:
+        assert name in text, (fmt, name)
+    one_node = TP8.model_copy(update={"dp": 1, "num_microbatches": 512})
+    assert "MASTER_ADDR" not in " ".join(ex.megatron_notes(one_node, LLAMA, TRAIN, Cluster(gpu="H100", gpus=8)))
+
+
+def test_moe_exports_balance_the_experts_the_estimate_assumes_balanced():
+    mix = " ".join(ex.megatron_args(MIX, MIXTRAL, TRAIN, CLUSTER))
+    assert "--moe-router-load-balancing-type aux_loss --moe-aux-loss-coeff 0.01" in mix
+    assert "--moe-router-dtype fp32" in mix
+    ds = Model.preset("deepseek-v3")     # aux-loss-free: the expert bias balances
+    layout = Layout(tp=4, pp=4, vpp=4, ep=128, dp=128, sp=True, zero_stage=1, num_microbatches=8)
+    args = " ".join(ex.megatron_args(layout, ds, Training(seq_len=4096, global_batch_size=1024),
+                                     Cluster(gpu="H100", gpus=2048)))
+    assert "--moe-aux-loss-coeff" not in args and "--moe-router-enable-expert-bias" in args
+
+
+def test_every_megatron_flag_has_a_bridge_key_or_comes_from_the_recipe():
+    from advisor.export.megatron_bridge import BRIDGE_KEYS, FROM_RECIPE, NAMED_RECIPE
+    emitted = {flag for flag, spec in ex.MEGATRON_FLAGS.items() if spec.emitted}
+    placed = set(BRIDGE_KEYS) | FROM_RECIPE | NAMED_RECIPE
+    assert emitted <= placed, sorted(emitted - placed)
+    assert not set(BRIDGE_KEYS) & FROM_RECIPE
+
+
+def test_hybrid_stacks_use_mains_entry_point_and_pattern_flag():
+    nh = Model.preset("nemotron-h-8b")
+    layout = Layout(tp=2, pp=1, dp=4, sp=True, zero_stage=1, num_microbatches=16)
+    training, cluster = Training(seq_len=4096, global_batch_size=64), Cluster(gpu="H100", gpus=8)
+    main = ex.megatron_command(layout, nh, training, cluster)
+    assert "pretrain_hybrid.py" in main and "--hybrid-layer-pattern" in main and "--hybrid-override-pattern" not in main
+    old = ex.megatron_command(layout, nh, training, cluster, version="core_v0.16.1")
+    assert "pretrain_mamba.py" in old and "--hybrid-override-pattern" in old
+
+
+def test_windowed_attention_and_sinks_are_the_models():
+    """gpt-oss: a 128-token window on every other layer and a learned sink per head, priced by the estimate, in
+    Megatron-Bridge's gpt-oss bridge's spelling; chunked attention (Llama 4) has no flag and the notes say so."""
+    oss = Model.preset("gpt-oss-20b")
+    layout = Layout(tp=1, pp=1, ep=8, etp=1, dp=8, zero_stage=1, num_microbatches=64)
+    cluster, training = Cluster(gpu="H100", gpus=8), Training(seq_len=4096, global_batch_size=512)
+    args = " ".join(ex.megatron_args(layout, oss, training, cluster))
+    assert f"--window-size {oss.sliding_window - 1},0 --window-attn-skip-freq 2" in args
+    assert "--softmax-type learnable" in args
+    assert "--window-size" not in _args() and "--softmax-type" not in _args()
+    mds = advisor.audit(Cluster(gpu="H100", gpus=16), oss, Layout(framework="megatron+deepspeed", tp=2, zero_stage=1),
+                        training)
+    assert "megatron-deepspeed.model-code" in {f.rule_id for f in mds.errors}

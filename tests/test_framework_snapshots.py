@@ -194,8 +194,61 @@ def test_megatron_deepspeed_exports_of_dense_models_use_only_its_flags(model, gp
     assert "has no equivalent" not in notes
 
 
-def test_megatron_deepspeed_keeps_and_names_what_it_cannot_express():
-    # BLOOM's ALiBi exists only in BigScience's fork: the flag stays, so the parser names it, and the note says why
+def test_megatron_deepspeed_alibi_is_bigscience_forks_and_the_note_says_so():
+    # BLOOM's ALiBi exists only in BigScience's fork: the flag is that fork's spelling, and the note names the fork
     args, notes = _mds_export("bloom-176b", 384, dict(tp=4, pp=12, zero_stage=1))
     assert _unusable(args, _snapshot("megatron-deepspeed")["flags"]) == ["--position-embedding-type"]
-    assert "--position-embedding-type alibi" in notes and "has no equivalent" in notes
+    assert "--position-embedding-type alibi" in notes and "bigscience-workshop/Megatron-DeepSpeed" in notes
+
+
+@pytest.mark.parametrize("zero", [2, 3])
+def test_megatron_deepspeed_zero_2_3_run_without_the_pipeline_engine(zero):
+    """DeepSpeed's pipeline engine asserts ZeRO < 2: one stage is written --no-pipeline-parallel, and pretrain_gpt.py
+    reads the stage (deepspeed.zero.Init at 3) from --zero-stage."""
+    args, _ = _mds_export("llama-2-7b", 16, dict(tp=2, pp=1, zero_stage=zero, sp=True))
+    text = " ".join(args)
+    assert f"--zero-stage {zero}" in text and "--no-pipeline-parallel" in text
+    assert "--deepspeed --deepspeed_config ds_config.json" in text
+    assert not _unusable(args, _snapshot("megatron-deepspeed")["flags"])
+    piped, _ = _mds_export("llama-2-7b", 16, dict(tp=2, pp=2, zero_stage=1, sp=True))
+    assert "--no-pipeline-parallel" not in piped
+
+
+def test_megatron_deepspeed_context_parallelism_is_ulysses_and_fp8_is_fp8_hybrid():
+    args, _ = _mds_export("llama-2-7b", 16, dict(tp=2, pp=1, cp=2, zero_stage=1))
+    assert "--ds-sequence-parallel-size 2" in " ".join(args) and "--context-parallel-size" not in args
+    res = advisor.audit(Cluster(gpu="H100", gpus=16), "gpt-3-5b", Layout(framework="megatron+deepspeed", tp=2,
+                        zero_stage=1), {"seq_len": 2048, "precision": "fp8"})
+    assert res.ok, [f.rule_id for f in res.errors]
+    fp8 = ex.megatron_args(res.layout, res.model, res.training, res.cluster)
+    assert "--fp8-hybrid --transformer-impl transformer_engine" in " ".join(fp8)
+    assert not _unusable(fp8, _snapshot("megatron-deepspeed")["flags"])
+
+
+@pytest.mark.parametrize("model, training, layout, rule", [
+    ("mixtral-8x7b", {}, dict(tp=2, zero_stage=1), "megatron-deepspeed.no-megatron-moe"),
+    ("qwen2.5-7b", {}, dict(tp=2, zero_stage=1), "megatron-deepspeed.model-code"),          # --add-qkv-bias
+    ("llama-3.1-8b", {}, dict(tp=2, zero_stage=1), "megatron-deepspeed.model-code"),        # --use-rope-scaling
+    ("llama-2-7b", {"precision": "fp8"}, dict(tp=2, zero_stage=1), "megatron-deepspeed.fp8-te-layer"),  # SwiGLU
+    ("gpt-3-5b", {"precision": "fp8-cs", "seq_len": 2048}, dict(tp=2, zero_stage=1), "megatron-deepspeed.fp8-te-layer"),
+    ("llama-2-7b", {}, dict(tp=2, cp=2, sp=True, zero_stage=1), "megatron-deepspeed.ulysses-not-with-sequence-parallel"),
+    ("llama-2-7b", {"task": "lora"}, dict(tp=2, zero_stage=1), "megatron-deepspeed.no-adapters"),
+])
+def test_what_megatron_deepspeed_cannot_run_is_an_audit_error_and_the_exports_refusal(model, training, layout, rule):
+    cluster = Cluster(gpu="H100", gpus=16)
+    res = advisor.audit(cluster, model, Layout(framework="megatron+deepspeed", **layout), {"seq_len": 4096, **training})
+    assert rule in {f.rule_id for f in res.errors}
+    with pytest.raises(advisor.InputError, match=f"forbidden by audit rule {rule}"):
+        ex.megatron_args(res.layout, res.model, res.training, res.cluster)
+
+
+def test_a_stated_torchtitan_release_that_cannot_pipeline_qwen3_keeps_one_stage():
+    """torchtitan v0.2.2's qwen3 TrainSpec has no pipelining_fn: Qwen3-30B-A3B was given 2 stages there."""
+    cluster = Cluster(gpu="H100", gpus=32)
+    stated = advisor.recommend(cluster, "qwen3-30b-a3b", {"framework": "torchtitan", "framework_version": "v0.2.2"})
+    assert stated.layout.framework == "torchtitan" and stated.layout.pp == 1
+    rejects = [e for e in stated.trace.events if getattr(e, "rule_id", None) == "torchtitan.qwen3-pipelining-release"]
+    assert rejects, "the trace names the rule that kept pp at 1"
+    main = advisor.audit(cluster, "qwen3-30b-a3b", Layout(framework="torchtitan", pp=2, ep=8, etp=1, zero_stage=3),
+                         {"framework": "torchtitan", "framework_version": "main"})
+    assert "torchtitan.qwen3-pipelining-release" not in {f.rule_id for f in main.findings}

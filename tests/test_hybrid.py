@@ -206,7 +206,9 @@ def test_megatron_hybrid_refuses_virtual_stages_and_exports_the_mamba_stack():
     rec = advisor.recommend(Cluster(gpu="H100-SXM-80GB", gpus=64), "nemotron-h-56b")
     assert rec.layout.framework == "megatron" and rec.layout.vpp == 1
     cmd = export.megatron_command(rec.layout, rec.model, rec.training, rec.cluster)
-    assert "pretrain_mamba.py" in cmd and "--position-embedding-type none" in cmd
+    assert "pretrain_hybrid.py" in cmd and "--position-embedding-type none" in cmd    # main's entry point
+    assert "pretrain_mamba.py" in export.megatron_command(rec.layout, rec.model, rec.training, rec.cluster,
+                                                          version="core_v0.16.1")
     assert "--mamba-num-heads 256" in cmd and "mamba_stack_spec" in cmd
     assert rec.model.hybrid_pattern in cmd
 

@@ -127,7 +127,7 @@ def test_the_megatron_export_writes_the_deltanet_stack_for_main_and_refuses_olde
                         ("--linear-key-head-dim", "128"), ("--rotary-percent", "0.25")):
         assert args[args.index(flag) + 1] == value
     assert {"--attention-output-gate", "--moe-shared-expert-gate"} <= set(args)
-    assert "G" in args[args.index("--hybrid-override-pattern") + 1]
+    assert "G" in args[args.index("--hybrid-layer-pattern") + 1]       # main's spelling
     with pytest.raises(InputError, match="no Gated DeltaNet layers"):
         ex.megatron_args(rec.layout, rec.model, rec.training, cluster, version="core_v0.16.1")
     vpp = rec.layout.model_copy(update={"pp": 4, "vpp": 2})

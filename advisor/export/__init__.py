@@ -16,7 +16,7 @@ ep, etp, vpp become Megatron's `*-model-parallel-size`, DeepSpeed's batch triple
 names the source files (and commits) its flag or key table was read from.
 """
 
-from .hf import accelerate_config, peft_config
+from .hf import accelerate_config, accelerate_notes, peft_config, trl_config, trl_notes
 from .deepspeed import DEEPSPEED_KEYS, NVME_PATH_PLACEHOLDER, deepspeed_config, deepspeed_notes
 from .megatron import (MEGATRON_ARGUMENTS_SOURCE, MEGATRON_FLAGS, MEGATRON_PINS, MegatronFlag, megatron_args,
                        megatron_command, megatron_notes)
@@ -27,7 +27,10 @@ from .torchtitan import (TORCHTITAN_KEYS, TORCHTITAN_MAIN_KEYS, TORCHTITAN_PINS,
 
 __all__ = [
     "accelerate_config",
+    "accelerate_notes",
     "peft_config",
+    "trl_config",
+    "trl_notes",
     "MegatronFlag",
     "MEGATRON_FLAGS",
     "MEGATRON_ARGUMENTS_SOURCE",

@@ -13,7 +13,7 @@ from ..errors import InputError
 from ..inputs.layout import Layout
 from ..inputs.specs import Cluster, Training
 
-__all__ = ["Batch", "resolved", "refused"]
+__all__ = ["Batch", "resolved", "refused", "no_cuda_graphs"]
 
 
 def refused(field: str, have: object, want: str, rule_id: str, why: str) -> InputError:
@@ -60,3 +60,10 @@ def resolved(layout: Layout, training: Training, cluster: Cluster) -> Batch:
             "torchtitan all check it; audit rule layout.batch-identity)",
         )
     return b
+
+
+def no_cuda_graphs(layout: Layout, training: Training) -> None:
+    """The frameworks whose training step has no CUDA-graph capture refuse an estimate that assumed it."""
+    if training.cuda_graphs and layout.framework != "megatron":
+        raise refused("Training.cuda_graphs", True, f"False under {layout.framework}", "layout.cuda-graphs-need-megatron",
+                      "only Megatron-LM captures the training step (--cuda-graph-impl local)")

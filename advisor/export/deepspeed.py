@@ -16,7 +16,7 @@ from ..costmodel.assumptions import Assumptions
 from ..inputs.layout import Layout
 from ..inputs.precision import recipe
 from ..inputs.specs import Cluster, Model, Training
-from .batch import refused, resolved
+from .batch import no_cuda_graphs, refused, resolved
 
 __all__ = ["DEEPSPEED_KEYS", "NVME_PATH_PLACEHOLDER", "deepspeed_config", "deepspeed_notes"]
 
@@ -36,6 +36,8 @@ DEEPSPEED_KEYS: dict[str, str] = {
     "batch identity": "deepspeed/runtime/config.py DeepSpeedConfig._batch_assertion L590-605",
     "sequence_parallel_size": "deepspeed/runtime/config.py DeepSpeedConfig.__init__ L468-469: without an mpu the "
                               "DP world is world_size / sequence_parallel_size (DeepSpeed-Ulysses)",
+    "data_parallel_size": "deepspeed/__init__.py initialize: with sequence_parallel_size it builds the "
+                          "(data_parallel, sequence_parallel) mesh (dist.initialize_mesh_device)",
     "optimizer.type": "deepspeed/runtime/engine.py _configure_basic_optimizer L2476 (Adam, AdamW: "
                       "DeepSpeedCPUAdam under ZeRO-Offload); without it a client optimizer meets "
                       "zero_force_ds_cpu_optimizer's ZeRORuntimeException (engine.py L2344)",
@@ -64,6 +66,7 @@ def deepspeed_config(layout: Layout, model: Model, training: Training, cluster: 
     """
     A = assumptions or Assumptions()
     b = resolved(layout, training, cluster)
+    no_cuda_graphs(layout, training)
     stage = layout.zero_stage
     if layout.pp > 1 and stage >= 2:
         raise refused(
@@ -71,6 +74,9 @@ def deepspeed_config(layout: Layout, model: Model, training: Training, cluster: 
             "DeepSpeed's pipeline engine asserts 'ZeRO-2 and ZeRO-3 are incompatible with pipeline "
             "parallelism' (deepspeed/runtime/pipe/engine.py, PipelineEngine.__init__)",
         )
+    if layout.framework == "megatron+deepspeed" and training.frozen_base:
+        raise refused("Training.task", training.task, "'pretrain' or 'sft' under Megatron-DeepSpeed",
+                      "megatron-deepspeed.no-adapters", "it has no LoRA: the job would train every weight")
     cfg: dict[str, Any] = {
         "train_batch_size": b.gbs,
         "train_micro_batch_size_per_gpu": b.mbs,
@@ -84,6 +90,8 @@ def deepspeed_config(layout: Layout, model: Model, training: Training, cluster: 
                           "deepspeed.ulysses-heads-divisible-by-cp",
                           "DeepSpeed-Ulysses gives each rank heads / sequence_parallel_size heads")
         cfg["sequence_parallel_size"] = layout.cp
+        # with both keys deepspeed.initialize builds the (data_parallel, sequence_parallel) mesh itself
+        cfg["data_parallel_size"] = b.dp
     if layout.offload != "none":
         # DeepSpeed's own optimizer: a client torch optimizer is refused under ZeRO-Offload
         cfg["optimizer"] = {"type": "AdamW" if training.optimizer == "adamw" else "Adam", "params": {}}
@@ -126,6 +134,33 @@ def _offload_section(device: str) -> dict[str, Any]:
     return sec
 
 
+def _run_notes(layout: Layout, training: Training, cluster: Cluster) -> list[str]:
+    """What the engine needs besides the JSON: the recompute and adapters the estimate assumed (DeepSpeed's config
+    turns neither on), and the launch on several nodes."""
+    notes = []
+    if layout.recompute == "full" and layout.framework == "deepspeed":
+        # runtime/activation_checkpointing/config.py configures deepspeed.checkpointing.checkpoint, which only a
+        # model that calls it runs: the JSON cannot switch recompute on
+        notes.append("recompute full: the JSON cannot turn activation checkpointing on; the Hugging Face Trainer / TRL "
+                     "does with gradient_checkpointing=True (--format trl writes it), a DeepSpeed PipelineModule with "
+                     "activation_checkpoint_interval=1, other model code by wrapping each layer in "
+                     "deepspeed.checkpointing.checkpoint")
+    if layout.ep > 1 and layout.framework == "deepspeed":
+        # deepspeed/moe/layer.py MoE(ep_size=...): expert groups are built by the model's MoE layers, not the config
+        notes.append(f"expert parallelism ep {layout.ep}: DeepSpeed's JSON has no key for it; the model's expert layers "
+                     f"must be deepspeed.moe.layer.MoE(..., ep_size={layout.ep}) (or an integration that builds them), "
+                     "whose expert-data-parallel groups DeepSpeed creates at initialize")
+    if training.frozen_base and layout.framework == "deepspeed":
+        notes.append(f"{training.task}: DeepSpeed trains what requires grad; the adapters and the frozen base are "
+                     "PEFT's (--format peft: LoraConfig and, for QLoRA, BitsAndBytesConfig)")
+    if cluster.nodes > 1:
+        notes.append(f"{cluster.nodes} nodes: launch on each with torchrun / accelerate launch (--format accelerate), "
+                     f"or once with the deepspeed launcher: deepspeed --hostfile hostfile --num_nodes {cluster.nodes} "
+                     f"--num_gpus {cluster.gpus_in_node} --master_addr $MASTER_ADDR --master_port $MASTER_PORT "
+                     "train.py ... (hostfile: one 'host slots=N' line per node, passwordless ssh between them)")
+    return notes
+
+
 def deepspeed_notes(layout: Layout, model: Model, training: Training, cluster: Cluster,
                     assumptions: Assumptions | None = None) -> list[str]:
     """What the JSON cannot say (it has no comments), for stderr: the DP size a Megatron-DeepSpeed
@@ -140,7 +175,10 @@ def deepspeed_notes(layout: Layout, model: Model, training: Training, cluster: C
             f"and refuses the batch ({b.gbs} != {b.mbs} * {b.m} * {cluster.gpus})")
     if "sequence_parallel_size" in deepspeed_config(layout, model, training, cluster, assumptions):
         notes.append(f"sequence_parallel_size {layout.cp}: DeepSpeed-Ulysses; the model's attention must run through "
-                     "deepspeed.sequence.layer.DistributedAttention (or an integration that wraps it)")
+                     "deepspeed.sequence.layer.DistributedAttention (or an integration that wraps it). Pass the file "
+                     "to deepspeed.initialize (which loads it and builds the data x sequence mesh), or the loaded "
+                     "dict to DeepSpeedConfig: given a path, DeepSpeedConfig looks for sequence_parallel_size in the "
+                     "path string and counts every GPU as data-parallel")
     rec = recipe(training.precision)
     if rec.low_precision and layout.framework == "deepspeed":
         # DeepSpeed's config has bf16 / fp16 sections only (runtime/precision_config.py); the estimate's
@@ -148,6 +186,7 @@ def deepspeed_notes(layout: Layout, model: Model, training: Training, cluster: C
         notes.append(f"precision {training.precision}: the JSON trains in bf16; the estimate assumes the model's "
                      f"linear layers run in Transformer Engine's autocast with recipe {rec.te_recipe}, which "
                      "DeepSpeed's config cannot set")
+    notes += _run_notes(layout, training, cluster)
     if layout.offload != "none":
         notes.append("optimizer: DeepSpeed builds DeepSpeedCPUAdam for ZeRO-Offload; set optimizer.params "
                      "(lr, betas, weight_decay) and pass no client optimizer to deepspeed.initialize")

@@ -20,10 +20,12 @@ from ..errors import InputError
 from ..inputs.finetune import FROZEN_BASE_TASKS, peft_modules
 from ..inputs.layout import Layout
 from ..inputs.specs import Cluster, Model, Training
+from .batch import no_cuda_graphs, resolved
 from .escape import shell_word, yaml_comment, yaml_scalar
 
-__all__ = ["ACCELERATE_SOURCE", "PEFT_SOURCE", "TRAINER_SOURCE", "ACCELERATE_KEYS", "LORA_KEYS", "TRAINER_OPTIM",
-           "accelerate_config", "peft_config"]
+__all__ = ["ACCELERATE_SOURCE", "PEFT_SOURCE", "TRAINER_SOURCE", "TRL_SOURCE", "ACCELERATE_KEYS", "LORA_KEYS",
+           "TRAINER_OPTIM", "SFT_KEYS", "MAIN_PROCESS_IP_PLACEHOLDER", "accelerate_config", "accelerate_notes", "peft_config",
+           "trl_config", "trl_notes"]
 
 ACCELERATE_SOURCE = ("huggingface/accelerate 1.15.0: src/accelerate/commands/config/config_args.py (ClusterConfig), "
                      "src/accelerate/commands/launch.py (launch_command_parser)")
@@ -31,7 +33,12 @@ PEFT_SOURCE = "huggingface/peft 0.21.2: src/peft/tuners/lora/config.py (LoraConf
 
 # What the export writes, each key as its source declares it.
 ACCELERATE_KEYS = ("compute_environment", "distributed_type", "num_machines", "num_processes", "machine_rank",
-                   "main_training_function", "rdzv_backend", "same_network", "use_cpu", "deepspeed_config")
+                   "main_training_function", "rdzv_backend", "same_network", "use_cpu", "deepspeed_config",
+                   "main_process_ip", "main_process_port")
+MAIN_PROCESS_IP_PLACEHOLDER = "REPLACE_ME.node0.address"
+"""Written as main_process_ip on several nodes: the address of the machine_rank 0 node (accelerate launch
+--main_process_ip overrides it)."""
+MAIN_PROCESS_PORT = 29500     # torch.distributed's customary rendezvous port (torchrun's --master-port default)
 ACCELERATE_DEEPSPEED_KEYS = ("deepspeed_config_file", "zero3_init_flag", "deepspeed_multinode_launcher")
 LORA_KEYS = ("r", "lora_alpha", "lora_dropout", "target_modules", "bias", "task_type")
 TRAINER_SOURCE = ("huggingface/transformers: src/transformers/training_args.py (TrainingArguments.optim, "
@@ -64,8 +71,10 @@ def accelerate_config(layout: Layout, model: Model, training: Training, cluster:
     ]
     if nodes > 1:
         lines.append("  deepspeed_multinode_launcher: standard")
+        lines += [f"main_process_ip: {MAIN_PROCESS_IP_PLACEHOLDER}   # the machine_rank 0 node's address",
+                  f"main_process_port: {MAIN_PROCESS_PORT}"]
     lines += [
-        "machine_rank: 0   # set per node",
+        f"machine_rank: 0   # {'set per node: 0 .. ' + str(nodes - 1) + ', or accelerate launch --machine_rank' if nodes > 1 else 'one node'}",
         "main_training_function: main",
         f"num_machines: {nodes}",
         f"num_processes: {cluster.gpus}",
@@ -74,6 +83,17 @@ def accelerate_config(layout: Layout, model: Model, training: Training, cluster:
         "use_cpu: false",
     ]
     return "\n".join(lines) + "\n"
+
+
+def accelerate_notes(cluster: Cluster) -> list[str]:
+    """The per-node parts of an accelerate launch on several nodes."""
+    if cluster.nodes == 1:
+        return []
+    return [f"run accelerate launch on each of the {cluster.nodes} nodes with --machine_rank 0 .. {cluster.nodes - 1} "
+            f"(the YAML says 0) and main_process_ip set to the rank-0 node's address (it holds "
+            f"{MAIN_PROCESS_IP_PLACEHOLDER}; or pass --main_process_ip); with Slurm: srun --nodes={cluster.nodes} "
+            "--ntasks-per-node=1 bash -c 'accelerate launch --config_file accelerate.yaml --machine_rank "
+            "$SLURM_NODEID --main_process_ip $(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n1) train.py'"]
 
 
 def peft_config(model: Model, training: Training) -> str:
@@ -101,4 +121,52 @@ def peft_config(model: Model, training: Training) -> str:
         # QLoRA (Dettmers et al. 2023 §3): 4-bit NormalFloat, double-quantised constants, bf16 compute
         out["bnb_config"] = {"load_in_4bit": True, "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": True,
                              "bnb_4bit_compute_dtype": "bfloat16"}
+    return json.dumps(out, indent=2) + "\n"
+
+
+TRL_SOURCE = ("huggingface/trl @ f2cd57710ae345ea6428ae95363267fcf38a3dc8 (1.10.0.dev0): trl/trainer/sft_config.py "
+              "SFTConfig (max_length, packing, model_init_kwargs), a transformers TrainingArguments")
+SFT_KEYS = ("per_device_train_batch_size", "gradient_accumulation_steps", "gradient_checkpointing", "bf16", "fp16",
+            "optim", "deepspeed", "max_length", "packing", "model_init_kwargs")
+
+
+def trl_notes(layout: Layout, training: Training) -> list[str]:
+    """What the Trainer's arguments cannot say: FP8 GEMMs and model parallelism come from elsewhere."""
+    notes = []
+    if training.precision not in ("bf16", "fp16"):
+        notes.append(f"precision {training.precision}: the Trainer has no FP8 / FP4 GEMM setting; the estimate assumes "
+                     "the linear layers run in low precision (accelerate's fp8 mixed precision with Transformer Engine "
+                     "or torchao), which this config does not turn on")
+    if layout.tp > 1 or layout.pp > 1:
+        notes.append(f"tp {layout.tp} x pp {layout.pp}: the Trainer with DeepSpeed runs data parallelism (ZeRO); the model "
+                     "parallelism must come from a model-parallel unit the launch supplies (the DeepSpeed notes say "
+                     "which dp it must report)")
+    return notes
+
+
+def trl_config(layout: Layout, model: Model, training: Training, cluster: Cluster, assumptions=None,
+               deepspeed_json: str = "ds_config.json") -> str:
+    """JSON of TRL's SFTConfig keyword arguments for a DeepSpeed layout (the `--format deepspeed` JSON beside
+    it): the batch split, the recompute (gradient_checkpointing), the precision and master copy (bf16 autocast
+    over fp32 weights, or bf16 weights), the optimizer, the attention kernel, the sequence and its packing the
+    estimate priced. `assumptions` is accepted like the other exporters' and unused."""
+    if layout.framework != "deepspeed":
+        raise InputError("Layout.framework", layout.framework, "'deepspeed' for a TRL config",
+                         "the Hugging Face stacks run the DeepSpeed layouts here; export the others with their own format")
+    b = resolved(layout, training, cluster)
+    no_cuda_graphs(layout, training)
+    # the weights the optimizer updates: fp32 (a master copy) or 16-bit (master_weights "none"); a frozen base
+    # loads in 16 bits and the adapters' dtype is PEFT's (autocast_adapter_dtype, the peft_kwargs below)
+    dtype = "bfloat16" if training.frozen_base or training.master_weights == "none" else "float32"
+    sft = {"per_device_train_batch_size": b.mbs, "gradient_accumulation_steps": b.m,
+           "gradient_checkpointing": layout.recompute == "full",
+           "bf16": training.precision != "fp16", "fp16": training.precision == "fp16",
+           "optim": TRAINER_OPTIM[training.optimizer], "deepspeed": deepspeed_json, "max_length": b.seq,
+           "packing": training.packed_sample_tokens is not None,
+           "model_init_kwargs": {"dtype": dtype,
+                                 "attn_implementation": "flash_attention_2" if training.flash_attention else "eager"}}
+    out: dict = {"sft_config": sft, "source": TRL_SOURCE}
+    if training.frozen_base:
+        # PEFT keeps the adapters in fp32 unless get_peft_model(..., autocast_adapter_dtype=False)
+        out["get_peft_model_kwargs"] = {"autocast_adapter_dtype": training.master_weights == "fp32"}
     return json.dumps(out, indent=2) + "\n"

@@ -31,8 +31,9 @@ from ..inputs.layout import Layout
 from ..inputs.specs import Cluster, Model, Training
 from ..errors import InputError
 from .batch import Batch, refused, resolved
-from .megatron_deepspeed import to_megatron_deepspeed, untranslated_note
-from .torchrun import torchrun_command
+from .megatron_bridge import MEGATRON_BRIDGE_PIN, megatron_bridge_command, megatron_bridge_overrides
+from .megatron_deepspeed import DEEPSPEED_CONFIG_FILE, alibi_note, to_megatron_deepspeed
+from .torchrun import launch_notes, torchrun_command
 
 __all__ = ["MegatronFlag", "MEGATRON_FLAGS", "MEGATRON_ARGUMENTS_SOURCE", "MEGATRON_PINS", "ASSUMPTIONS_IN_FLAGS",
            "megatron_args", "megatron_command", "megatron_notes"]
@@ -300,7 +301,28 @@ MEGATRON_FLAGS: dict[str, MegatronFlag] = dict([
     _f("--attention-dropout", "float", _pinned(f"{_TC} L191", f"{_TC} L140", "1901"), note="default 0.1"),
     _f("--hidden-dropout", "float", _pinned(f"{_TC} L188", f"{_TC} L137", "1903"), note="default 0.1"),
     _f("--optimizer", "choice", _pinned("arguments.py L2913", "arguments.py L2056", "2245"),
-       choices=("adam", "sgd"), note="'adam' is Adam with decoupled weight decay (AdamW)"),
+       choices=("adam", "sgd"), main_choices=("lion",),
+       note="'adam' is Adam with decoupled weight decay (AdamW); main adds lion (megatron/core/optimizer/__init__.py "
+            "L602: one moment)"),
+    _f("--sgd-momentum", "float", _pinned("arguments.py L2626", "arguments.py L1836"),
+       note="default 0.9 (a momentum buffer); the estimate's sgd keeps no state, so 0.0 is written"),
+    # ---- issue 37: the rest of the settings the estimate prices
+    _f("--cuda-graph-impl", "choice", _pinned(f"{_TC} L1075 TransformerConfig.cuda_graph_impl", f"{_TC} L776"),
+       choices=("local", "transformer_engine", "none"),
+       note="Training.cuda_graphs: 'local' captures each layer's forward and backward (Megatron-Core's "
+            "CudaGraphManager); --enable-cuda-graph is its deprecated spelling (arguments.py validate_args)"),
+    _f("--moe-router-load-balancing-type", "str_list", _pinned(f"{_TC} L743", f"{_TC} L564"),
+       note="default aux_loss, whose coefficient defaults to 0: no balancing at all"),
+    _f("--moe-aux-loss-coeff", "float", _pinned(f"{_TC} L875", f"{_TC} L659"),
+       note="nargs='+'; megatron/core/transformer/moe/README.md (Basic MoE Training) starts at 1e-2"),
+    _f("--window-size", "str", _pinned(f"arguments.py L2384 (type=tuple_type); {_TC} L247", f"arguments.py L1632; {_TC} L196"),
+       note="(left, right) tokens: Model.sliding_window - 1, 0, as Megatron-Bridge's gpt-oss and Gemma-2 bridges set it"),
+    _f("--window-attn-skip-freq", "moe_freq", _pinned(f"arguments.py L2387; {_TC} L251", f"arguments.py L1635; {_TC} L200"),
+       note="N: one full-attention layer after N-1 windowed ones (Model.global_attention_every)"),
+    _f("--softmax-type", "choice", _pinned(f"{_TC} L170", f"{_TC} L119"), choices=("vanilla", "off-by-one", "learnable"),
+       note="learnable: a learned sink logit per head (Model.attention_sinks; gpt-oss's bridge sets it)"),
+    _f("--hybrid-layer-pattern", "str", _pinned("arguments.py L3652 _add_experimental_args", "not declared"),
+       versions=("main",), note="main's spelling of --hybrid-override-pattern (deprecated there, L743)"),
 ])
 
 
@@ -354,14 +376,29 @@ def megatron_args(layout: Layout, model: Model, training: Training, cluster: Clu
     Megatron as: 1 -> `--use-distributed-optimizer`; 2/3 -> Megatron-FSDP (`--use-megatron-fsdp
     --use-distributed-optimizer --data-parallel-sharding-strategy optim_grads|optim_grads_params
     --ckpt-format fsdp_dtensor`). Under framework "megatron+deepspeed" ZeRO and offload live in the
-    DeepSpeed JSON and no ZeRO or offload flag is written. `version` is a MEGATRON_PINS release
+    DeepSpeed JSON (and --zero-stage), and no Megatron ZeRO or offload flag is written. `version` is a MEGATRON_PINS release
     ("main" or "core_v0.16.1"); flags whose spelling differs follow it. Every flag is in
     `MEGATRON_FLAGS`. A layout `advisor.audit` refuses raises InputError naming the rule. Framework
-    "megatron+deepspeed" gets the same flags in Megatron-DeepSpeed's spelling (megatron_deepspeed.py; the
-    ones it has no equivalent of are kept, and megatron_notes names them).
+    "megatron+deepspeed" gets the same flags in Megatron-DeepSpeed's spelling with its DeepSpeed flags
+    (megatron_deepspeed.py; a flag it has no equivalent of is refused, naming the audit rule). A LoRA job
+    (Training.task) trains adapters pretrain_gpt.py does not have: its arguments are Megatron-Bridge's
+    ConfigContainer overrides (megatron_bridge.py); Megatron-DeepSpeed has no adapters.
     """
+    if training.frozen_base:
+        return _finetune_args(layout, model, training, cluster, assumptions)
     args = megatron_lm_args(layout, model, training, cluster, assumptions, version=version)
-    return to_megatron_deepspeed(args) if layout.framework == "megatron+deepspeed" else args
+    if layout.framework == "megatron+deepspeed":
+        return to_megatron_deepspeed(args, layout, model)
+    return args
+
+
+def _finetune_args(layout: Layout, model: Model, training: Training, cluster: Cluster,
+                   assumptions: Assumptions | None) -> list[str]:
+    if layout.framework == "megatron+deepspeed":
+        raise refused("Training.task", training.task, "'pretrain' or 'sft' under Megatron-DeepSpeed",
+                      "megatron-deepspeed.no-adapters", "it has no LoRA: the job would train every weight")
+    lm = megatron_lm_args(layout, model, training, cluster, assumptions)     # the same checks and refusals
+    return megatron_bridge_overrides(layout, training, lm)
 
 
 def megatron_lm_args(layout: Layout, model: Model, training: Training, cluster: Cluster,
@@ -389,12 +426,17 @@ def megatron_lm_args(layout: Layout, model: Model, training: Training, cluster: 
 def megatron_notes(layout: Layout, model: Model, training: Training, cluster: Cluster,
                    assumptions: Assumptions | None = None) -> list[str]:
     """What the user must still add or know, for stderr (the command itself goes to stdout)."""
+    if training.frozen_base:
+        return _finetune_notes(model, training) + launch_notes(cluster)
     notes = ["add your tokenizer, data, learning-rate and checkpoint flags (e.g. --tokenizer-type, "
              "--data-path, --lr, --train-iters, --save/--load)"]
     if layout.framework == "megatron+deepspeed":
-        notes.append("Megatron-DeepSpeed: pass the DeepSpeed JSON (--format deepspeed) with --deepspeed "
-                     "--deepspeed_config; ZeRO and offload are set there")
-        notes += untranslated_note(megatron_lm_args(layout, model, training, cluster, assumptions))
+        notes.append(f"Megatron-DeepSpeed: save the DeepSpeed JSON (--format deepspeed) as {DEEPSPEED_CONFIG_FILE} "
+                     "beside the command (--deepspeed_config); ZeRO and offload are set there")
+        notes += alibi_note(megatron_args(layout, model, training, cluster, assumptions))
+    if model.attention_chunk is not None:
+        notes.append(f"chunked local attention ({model.attention_chunk} tokens; Llama 4) has no Megatron-LM flag: these "
+                     "flags attend the whole context in every layer, which the estimate did not price")
     if model.rope_scaling == "llama3":
         notes.append("--use-rope-scaling applies Llama 3.1's frequency bands (low_freq_factor 1, high_freq_factor 4, "
                      "original context 8192; rotary_pos_embedding.py _apply_scaling): a config.json with other bands "
@@ -404,7 +446,16 @@ def megatron_notes(layout: Layout, model: Model, training: Training, cluster: Cl
                      "range is rounded to integers; set them to your config.json's rope_scaling (gpt-oss: "
                      "truncate false, i.e. --no-yarn-correction-range-round-to-int, as Megatron-Bridge's gpt-oss "
                      "provider sets it)")
-    return notes
+    return notes + launch_notes(cluster)
+
+
+def _finetune_notes(model: Model, training: Training) -> list[str]:
+    repo, commit = MEGATRON_BRIDGE_PIN
+    return [f"{training.task}: Megatron-LM's pretrain_gpt.py has no adapters; this is Megatron-Bridge's PEFT job "
+            f"({repo}@{commit[:7]} scripts/training/run_recipe.py), run from its checkout",
+            f"set MBRIDGE_MODEL to the recipe stem of {model.name} (e.g. llama3_70b) and add "
+            "checkpoint.pretrained_checkpoint=<the base converted to Megatron format> and your dataset "
+            "(--dataset, dataset.*)"]
 
 
 def _shape(out: _Args, layout: Layout, model: Model, b: Batch, A: Assumptions) -> None:
@@ -438,6 +489,7 @@ def _shape(out: _Args, layout: Layout, model: Model, b: Batch, A: Assumptions) -
         out.add("--qk-layernorm")
     if model.attention_output_gate:
         out.add("--attention-output-gate")
+    _local_attention(out, model)
     if model.mla is not None:
         a = model.mla
         out.add("--multi-latent-attention")
@@ -460,7 +512,7 @@ def _shape(out: _Args, layout: Layout, model: Model, b: Batch, A: Assumptions) -
         # Megatron-Core's hybrid stack: pretrain_mamba.py with the Mamba layer spec (mamba_builders.py
         # needs --spec) and the pattern; d_conv 4 and chunk 128 are MambaMixer's fixed defaults
         out.add("--spec", "megatron.core.models.mamba.mamba_layer_specs", "mamba_stack_spec")
-        out.add("--hybrid-override-pattern", model.hybrid_pattern)
+        out.add("--hybrid-layer-pattern" if out.version == "main" else "--hybrid-override-pattern", model.hybrid_pattern)
         if "M" in model.hybrid_pattern:
             if (model.mamba_conv, model.mamba_chunk) != (4, 128):
                 raise InputError("Model.mamba_conv", (model.mamba_conv, model.mamba_chunk),
@@ -469,6 +521,19 @@ def _shape(out: _Args, layout: Layout, model: Model, b: Batch, A: Assumptions) -
             out.add("--mamba-head-dim", model.mamba_head_dim)
             out.add("--mamba-num-groups", model.mamba_groups)
             out.add("--mamba-num-heads", model.mamba_heads)
+
+
+def _local_attention(out: _Args, model: Model) -> None:
+    """Sliding-window attention and attention sinks, as the estimate prices them, in the spelling Megatron-Bridge's
+    gpt-oss and Gemma-2 bridges use (NVIDIA-NeMo/Megatron-Bridge@067f987 models/gpt_oss/gpt_oss_bridge.py L86-88:
+    window_size (sliding_window - 1, 0), window_attn_skip_freq 2, softmax_type learnable). Chunked attention
+    (Llama 4) has no Megatron-LM flag: megatron_notes says so."""
+    if model.sliding_window is not None:
+        out.add("--window-size", f"{model.sliding_window - 1},0")
+        if model.global_attention_every:
+            out.add("--window-attn-skip-freq", model.global_attention_every)
+    if model.attention_sinks:
+        out.add("--softmax-type", "learnable")
 
 
 # The weight of the DSA indexer's KL loss (Megatron-Core dsa_indexer_loss_coeff, None by default, which dsa.py
@@ -611,6 +676,7 @@ def _moe(out: _Args, layout: Layout, model: Model, A: Assumptions) -> None:
     if model.router_topk_scale is not None:
         out.add("--moe-router-topk-scaling-factor", model.router_topk_scale)
     _dispatcher(out, layout, A)
+    _balancing(out, model)
     # the expert path the estimate prices: TE's grouped expert GEMMs (TEGroupedMLP), off by default in
     # Megatron-Core (TransformerConfig.moe_grouped_gemm) and on in every Megatron-Bridge performance
     # config (scripts/performance) and the MoE README's compute optimizations
@@ -628,6 +694,23 @@ def _moe(out: _Args, layout: Layout, model: Model, A: Assumptions) -> None:
             out.add("--moe-shared-expert-gate")
     if model.dense_layers or model.moe_layer_freq > 1:
         out.add("--moe-layer-freq", _moe_layer_pattern(model))
+
+
+# The auxiliary load-balancing loss weight Megatron's MoE README starts a softmax-routed model at
+# (NVIDIA/Megatron-LM megatron/core/transformer/moe/README.md "Basic MoE Training" @ d98e8a64: --moe-aux-loss-coeff
+# 1e-2); Megatron-Core's own default is 0.0, i.e. no balancing.
+MOE_AUX_LOSS_COEFF = 1e-2
+
+
+def _balancing(out: _Args, model: Model) -> None:
+    """The estimate assumes the experts stay balanced (Assumptions.moe_load_imbalance): a router with the
+    expert bias (DeepSeek-V3's aux-loss-free balancing) balances by the bias; any other gets the auxiliary loss,
+    which Megatron-Core leaves at 0. The router runs in fp32 (the README's note on router precision)."""
+    if not model.router_expert_bias:
+        out.add("--moe-router-load-balancing-type", "aux_loss")
+        out.add("--moe-aux-loss-coeff", MOE_AUX_LOSS_COEFF)
+    if "--moe-router-dtype" not in out:
+        out.add("--moe-router-dtype", "fp32")
 
 
 def _dispatcher(out: _Args, layout: Layout, A: Assumptions) -> None:
@@ -757,7 +840,32 @@ def _recompute_and_precision(out: _Args, layout: Layout, model: Model, training:
                               "validate_args: with --fp8-param-gather the optimizer CPU offload needs --fp8-recipe delayed")
             out.add("--fp4-param-gather" if recipe(training.precision).gemm == "fp4" else "--fp8-param-gather")
     out.add("--attention-backend", "flash" if training.flash_attention else "unfused")
-    out.add("--optimizer", "adam")      # Megatron's adam is AdamW (decoupled weight decay), as the estimate's Adam
+    if training.cuda_graphs:
+        out.add("--cuda-graph-impl", "local")
+    _optimizer(out, layout, training)
+
+
+def _optimizer(out: _Args, layout: Layout, training: Training) -> None:
+    """Training.optimizer as Megatron runs it: its adam is AdamW (decoupled weight decay), the estimate's Adam;
+    SGD without momentum (the estimate's sgd keeps no state; Megatron's default momentum is 0.9); Lion on main.
+    The rest have no Megatron optimizer (audit rule megatron.optimizer-kind)."""
+    if training.optimizer in ("adam", "adamw"):
+        out.add("--optimizer", "adam")
+    elif training.optimizer == "sgd":
+        out.add("--optimizer", "sgd")
+        out.add("--sgd-momentum", 0.0)
+    elif training.optimizer == "lion" and out.version == "main" and layout.framework == "megatron":
+        out.add("--optimizer", "lion")
+    elif training.optimizer == "lion" and layout.framework == "megatron":
+        raise InputError("Training.optimizer", "lion", f"adam or sgd for Megatron-LM {out.version}",
+                         "export for --framework-version main, whose --optimizer takes lion (audit rule "
+                         "megatron.optimizer-kind)")
+    else:
+        raise refused("Training.optimizer", training.optimizer, "adam, adamw, sgd or lion under Megatron-LM",
+                      "megatron.optimizer-kind", "--optimizer takes adam, sgd (and lion on main)")
+    if training.master_weights == "none":
+        raise refused("Training.master_weights", "none", "'fp32' under Megatron-LM", "megatron.optimizer-kind",
+                      "Megatron's mixed-precision optimizer always keeps a master copy of the weights")
 
 
 def _adam_state(out: _Args, layout: Layout, training: Training, A: Assumptions) -> None:
@@ -842,8 +950,13 @@ def megatron_command(layout: Layout, model: Model, training: Training, cluster: 
     """A shell command: `torchrun ... pretrain_gpt.py` (`pretrain_mamba.py` for a hybrid model,
     Megatron-LM's entry point for MambaModel at both pins) with one Megatron flag (and its values)
     per line, shell-quoted, continued with backslashes. Add your tokenizer, data and checkpoint flags."""
-    if script is None:
-        script = "pretrain_mamba.py" if model.hybrid_pattern is not None else "pretrain_gpt.py"
+    if training.frozen_base:
+        _finetune_args(layout, model, training, cluster, assumptions)     # Megatron-DeepSpeed refuses
+        return megatron_bridge_command(layout, training, cluster,
+                                       megatron_lm_args(layout, model, training, cluster, assumptions))
+    if script is None:      # main deprecates pretrain_mamba.py for pretrain_hybrid.py (its module docstring)
+        hybrid = "pretrain_hybrid.py" if version == "main" else "pretrain_mamba.py"
+        script = hybrid if model.hybrid_pattern is not None else "pretrain_gpt.py"
     args = megatron_args(layout, model, training, cluster, assumptions, version=version)
     lines: list[str] = []
     i = 0

@@ -29,9 +29,9 @@ from ..facts import torchtitan_layers_per_stage
 from ..inputs.layout import Layout
 from ..inputs.specs import Cluster, Model, Training
 from ..errors import InputError
-from .batch import Batch, refused, resolved
+from .batch import Batch, no_cuda_graphs, refused, resolved
 from .escape import toml_comment, toml_string
-from .torchrun import torchrun_command
+from .torchrun import launch_notes, torchrun_command
 
 __all__ = ["TORCHTITAN_KEYS", "TORCHTITAN_MAIN_KEYS", "TORCHTITAN_PINS", "torchtitan_toml", "torchtitan_args",
            "torchtitan_config", "torchtitan_notes"]
@@ -85,6 +85,16 @@ TORCHTITAN_MAIN_KEYS: dict[str, str] = {  # main torchtitan/config/configs.py (b
 
 TORCHTITAN_VERSIONS = tuple(TORCHTITAN_PINS)
 
+# advisor preset -> (module, config_registry function) of torchtitan main (torchtitan/models/*/config_registry.py
+# @ b5bcd76c: llama3_8b, llama3_70b, llama3_405b, deepseek_v3_671b, qwen3_30b_a3b, gpt_oss_20b, gpt_oss_120b).
+TORCHTITAN_MAIN_CONFIGS: dict[str, tuple[str, str]] = {
+    "llama-3-8b": ("llama3", "llama3_8b"), "llama-3.1-8b": ("llama3", "llama3_8b"),
+    "llama-3-70b": ("llama3", "llama3_70b"), "llama-3.1-70b": ("llama3", "llama3_70b"),
+    "llama-3.1-405b": ("llama3", "llama3_405b"), "deepseek-v3": ("deepseek_v3", "deepseek_v3_671b"),
+    "qwen3-30b-a3b": ("qwen3", "qwen3_30b_a3b"),
+    "gpt-oss-20b": ("gpt_oss", "gpt_oss_20b"), "gpt-oss-120b": ("gpt_oss", "gpt_oss_120b"),
+}
+
 
 def torchtitan_config(layout: Layout, model: Model, training: Training, cluster: Cluster, assumptions=None, *,
                       version: str = "main") -> str:
@@ -110,24 +120,40 @@ def torchtitan_notes(layout: Layout, model: Model, training: Training, cluster: 
                      version: str = "main") -> list[str]:
     notes = []
     if version == "main":
-        notes.append("set TORCHTITAN_MODULE and TORCHTITAN_CONFIG to the model's config_registry module and "
-                     f"function for {model.name} (e.g. llama3 and llama3_70b); the overrides follow them")
+        known = TORCHTITAN_MAIN_CONFIGS.get(model.name)
+        which = (f"{known[0]} and {known[1]}" if known else "those of the torchtitan model with its architecture "
+                 "(torchtitan/models/*/config_registry.py), with its sizes set there")
+        notes.append("set TORCHTITAN_MODULE and TORCHTITAN_CONFIG to the config_registry module and function of "
+                     f"{model.name}: {which}; the overrides follow them")
+        notes.append("add your own overrides before activation-checkpoint:..., the tyro subcommand that ends the "
+                     "line: tyro reads what follows it as the subcommand's arguments")
         if layout.pp > 1 or layout.ep > 1:
             notes.append("--training.disable_cuda_graphs: torchtitan's CUDA graphs refuse pipeline parallelism "
                          "and the all-to-all EP dispatcher (configs.py TrainingConfig.disable_cuda_graphs)")
     else:
         notes.append("merge the sections into your job TOML (with [model] name and flavor) and pass it with "
                      "--job.config_file; torchtitan after v0.2.2 reads no TOML (use --framework-version main)")
+        if layout.pp > 1 and model.qk_norm:
+            notes.append(f"pipeline_parallel_degree {layout.pp}: v0.2.2's qwen3 model has no pipelining (its TrainSpec's "
+                         "pipelining_fn is None; train.py raises); state the stack (--framework torchtitan "
+                         "--framework-version v0.2.2) and the planner keeps pp 1 (audit rule "
+                         "torchtitan.qwen3-pipelining-release), or run main")
     if training.precision in ("fp8", "fp8-cs"):
-        notes.append("fp8: enable torchtitan's float8 model converter (v0.2.2 [model] converters = [\"float8\"])")
+        notes.append("fp8: enable torchtitan's float8 model converter (v0.2.2 [model] converters = [\"float8\"]; main: "
+                     "a config_registry function with the float8 converter, as llama3_debugmodel_float8)")
     elif training.precision == "mxfp8":
         notes.append("mxfp8: enable torchtitan's MX model converter (v0.2.2 [model] converters = [\"mx\"]; Blackwell)")
-    return notes
+    return notes + launch_notes(cluster)
 
 
 def _checked(layout: Layout, model: Model, training: Training, cluster: Cluster) -> Batch:
     """The refusals both configuration systems share; the resolved batch."""
     b = resolved(layout, training, cluster)
+    no_cuda_graphs(layout, training)
+    if training.frozen_base:
+        raise refused("Training.task", training.task, "'pretrain' or 'sft' under torchtitan", "torchtitan.adapters",
+                      "no torchtitan override trains adapters on a frozen base (main's LoRA is a model converter "
+                      "set in the config function; no 4-bit base)")
     if training.precision == "fp16":
         raise refused("Training.precision", "fp16", "'bf16' or 'fp8' under torchtitan", "torchtitan.no-fp16",
                       "torchtitan's mixed_precision_param is bfloat16 or float32")
