@@ -425,8 +425,14 @@ def chunk_share(c: Ctx, k: int, inflight: int) -> float | None:
     peak the last rank holds vpp - 1 full groups and one micro-batch of its last chunk, the loss's
     chunk that holds one decoder layer less, or none (Llama 3.1 405B on 16 x 8: 112 layers in flight,
     not 113 x 7/8 = 98.9); the first rank, the most groups of its embedding's smaller first chunk."""
-    v, p = c.vpp, c.pp
-    split = _split_of(c.L, p, v) if v > 1 else None
+    return _chunk_share(c.L, c.pp, c.vpp, k, inflight) if c.vpp > 1 else None
+
+
+@lru_cache(maxsize=4096)
+def _chunk_share(layers: int, p: int, v: int, k: int, inflight: int) -> float | None:
+    """chunk_share of rank k of `layers` over p x v chunks (a pure function of its arguments, kept:
+    the planner asks it for every candidate stage of every layout it sizes)."""
+    split = _split_of(layers, p, v)
     if split is None or split.form == "even":
         return None
     sizes = split.chunks[k::p]          # chunk j of rank k is virtual stage j * p + k
