@@ -454,3 +454,23 @@ def test_doubled_braces_are_literal_braces_as_in_str_format(tmp_path):
     book = load_rulebook((write(tmp_path, rule(quoted("cluster.gpus > 1"), message="{{cluster.gpus}} is {cluster.gpus}")),))
     assert render_message(book.rules["site.allowed-sizes"].spec.message, {"cluster": {"gpus": 64}}) == \
         "{cluster.gpus} is 64"
+
+
+def _held_by_scan(tests) -> int:
+    """true_test_bound's definition, scanned: per field, every deciding value against every test."""
+    holds = {"==": lambda x, c: x == c, "!=": lambda x, c: x != c, "<": lambda x, c: x < c,
+             "<=": lambda x, c: x <= c, ">": lambda x, c: x > c, ">=": lambda x, c: x >= c}
+    total = 0
+    for field in {t[0] for t in tests}:
+        mine = [(op, v) for f, op, _, v in tests if f == field]
+        cs = sorted({v for _, v in mine})
+        points = cs + [(a + b) / 2 for a, b in zip(cs, cs[1:])] + [cs[0] - 1, cs[-1] + 1]
+        total += max(sum(holds[op](x, c) for op, c in mine) for x in points)
+    return total
+
+
+@given(st.lists(st.tuples(st.sampled_from(["c.n", "c.m"]), st.sampled_from(["==", "!=", "<", "<=", ">", ">="]),
+                          st.integers(-3, 3) | st.floats(-3, 3, allow_nan=False)), min_size=1, max_size=30))
+def test_true_test_bound_counts_what_a_scan_of_every_test_counts(leaves):
+    tests = leaf_tests({"all": [{"field": f, "op": op, "value": v} for f, op, v in leaves]})
+    assert true_test_bound(tests) == _held_by_scan(tests)
