@@ -49,7 +49,7 @@ What is compared, per record (ratio = estimated / reported throughput, > 1 = est
   the MTP depth is 1 for DeepSeek-V3 unless the row says "w/o MTP" (`_mtp_layers`). Checked per record where
   the row also gives tokens/s/GPU: F_mb per token / (reported TFLOP/s / reported tokens/s) is the
   "conv" column (1.000 = the page counts exactly this).
-  advisor's own `Estimate.model_flops` (advisor/costmodel/time.py `model_flops_per_step`) counts
+  advisor's own `Estimate.model_flops` (advisor/costmodel/flops.py `model_flops_per_step`) counts
   attention at FULL s^2 (no causal halving) over the unpadded vocabulary, so `Estimate.mfu` is not
   the page's convention; it is printed (MFU at the dense 16-bit peak) but not compared.
 - older rows: measured step time / estimated step time (calibrate_throughput's conventions).

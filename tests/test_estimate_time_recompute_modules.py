@@ -1,5 +1,5 @@
 """The time model charges what selective recompute's `Assumptions.recompute_modules` re-run
-(estimate/time.py `_selective_extra`, `_ep_per_microbatch`), each expectation worked out by hand:
+(costmodel/flops.py `selective_extra`, costmodel/time.py `_ep_per_microbatch`), each expectation worked out by hand:
 
 - GEMM FLOPs: 2 per parameter per token forward, one more forward per recomputed module
   (Korthikanti et al. 2022 §5; the module's convention, Narayanan et al. 2021 Eq. 3);
@@ -24,7 +24,8 @@ from advisor.costmodel import Assumptions
 from advisor.costmodel.context import resolve
 from advisor.costmodel.kernels import parts
 from advisor.costmodel.sizing import size, step_and_floors
-from advisor.costmodel.time import _selective_extra, _stage_compute, executed_flops_per_step
+from advisor.costmodel.compute import stage_compute
+from advisor.costmodel.flops import executed_flops_per_step, selective_extra
 from advisor.inputs.architecture import count_parameters
 
 MODULES = ("core_attn", "layernorm", "mla_up_proj", "mlp", "moe", "moe_act", "shared_experts")
@@ -89,13 +90,13 @@ def test_default_modules_add_nothing():
     for setup in (_llama(), _mixtral(), _deepseek()):
         cluster, model, layout, training = setup
         c = resolve(cluster, model, layout, training)
-        assert _selective_extra(c, Assumptions()) is None
-        assert _selective_extra(c, _A("core_attn")) is None
+        assert selective_extra(c, Assumptions()) is None
+        assert selective_extra(c, _A("core_attn")) is None
         with pytest.raises(ValueError, match="each module once"):      # a module named twice is refused (issue 38)
             _A("core_attn", "core_attn")
         # other recompute levels never take the selective branch, whatever the modules
         for r in ("none", "full"):
-            assert _selective_extra(resolve(cluster, model, layout.model_copy(update={"recompute": r}), training),
+            assert selective_extra(resolve(cluster, model, layout.model_copy(update={"recompute": r}), training),
                                     _A(*MODULES)) is None
 
 
@@ -141,8 +142,8 @@ def test_mlp_adds_the_dense_mlp_forward_exactly():
 
     # one rank, one micro-batch (s x b / t tokens on the rank): the FLOPs and their time, by hand
     c = resolve(cluster, model, layout, training)
-    t0, f0, a0 = _stage_compute(c, base, 32, 0, True)
-    t1, f1, a1 = _stage_compute(c, mlp, 32, 0, True)
+    t0, f0, a0 = stage_compute(c, base, 32, 0, True)
+    t1, f1, a1 = stage_compute(c, mlp, 32, 0, True)
     tokens = 8192 * 1 / 2
     d_flops = 2.0 * LLAMA3_8B_MLP * 32 * tokens
     assert f1 - f0 == pytest.approx(d_flops, rel=1e-9)
@@ -231,8 +232,8 @@ def test_mla_up_proj_on_deepseek_v3():
     assert n_dense == 3 and n_moe > 0
     # without the host floor, whose combination with the GPU time is not additive (kernels.combine_host)
     up = _A("mla_up_proj", host_floor=False)
-    t_up = _stage_compute(c, up, n_dense, n_moe, False)[0]
-    t_recipe = _stage_compute(c, _A("mla_up_proj", "layernorm", host_floor=False), n_dense, n_moe, False)[0]
+    t_up = stage_compute(c, up, n_dense, n_moe, False)[0]
+    t_recipe = stage_compute(c, _A("mla_up_proj", "layernorm", host_floor=False), n_dense, n_moe, False)[0]
     rate = up.elementwise_traffic * 4096 / (c.hbm * up.hbm_efficiency)
     assert t_recipe - t_up == pytest.approx((n_dense * 1 + n_moe * 2) * 2.0 * 7168 / 2 / 3.0 * rate, rel=1e-9)
     # not an MLA model: nothing to recompute (Megatron-Core rejects the option there)
@@ -247,7 +248,7 @@ def test_layernorm_and_moe_act_cost_element_wise_time_only():
     cluster, model, layout, training = setup
     c = resolve(cluster, model, layout, training)
     base = Assumptions(host_floor=False)    # (kernels.combine_host is not additive)
-    t0, f0, _ = _stage_compute(c, base, 0, 32, True)
+    t0, f0, _ = stage_compute(c, base, 0, 32, True)
     h, t, f_moe, k = 4096, 2, 14336, 2
     T = 4096 * 1
     rate = base.elementwise_traffic * T / (c.hbm * base.hbm_efficiency)
@@ -257,14 +258,14 @@ def test_layernorm_and_moe_act_cost_element_wise_time_only():
     }
     for mod, nbytes in per_layer.items():
         A = _A("core_attn", mod, host_floor=False)
-        t1, f1, _ = _stage_compute(c, A, 0, 32, True)
+        t1, f1, _ = stage_compute(c, A, 0, 32, True)
         assert f1 == f0, mod                                          # no FLOPs
         assert t1 - t0 == pytest.approx(32 * nbytes / 3.0 * rate, rel=1e-9), mod
         assert _executed(setup, A) == _executed(setup, base)
         # with the element-wise term off they cost nothing at all
         off = dict(elementwise_traffic=0.0, host_floor=False)
-        assert (_stage_compute(c, _A("core_attn", mod, **off), 0, 32, True)
-                == _stage_compute(c, Assumptions(**off), 0, 32, True))
+        assert (stage_compute(c, _A("core_attn", mod, **off), 0, 32, True)
+                == stage_compute(c, Assumptions(**off), 0, 32, True))
     # a Llama layer's norms are fused into the next linear (TELayerNormColumnParallelLinear): nothing
     e0, e1 = _est(_llama(), base), _est(_llama(), _A("core_attn", "layernorm", host_floor=False))
     assert (e1.step_time, e1.compute_time, e1.hfu, e1.memory.total) == (
@@ -310,7 +311,7 @@ def test_selective_lies_between_none_and_full(i, mods, elementwise):
         c_hi = resolve(cluster, model, layout.model_copy(update={"recompute": r_hi}), training)
         for k, (_, n_dense, n_moe) in enumerate(c_lo.split):
             last = k == c_lo.pp - 1
-            a, b = _stage_compute(c_lo, A, n_dense, n_moe, last), _stage_compute(c_hi, A, n_dense, n_moe, last)
+            a, b = stage_compute(c_lo, A, n_dense, n_moe, last), stage_compute(c_hi, A, n_dense, n_moe, last)
             assert a[0] <= b[0] and a[1] <= b[1], (r_lo, r_hi, k, mods)
 
 
