@@ -18,7 +18,7 @@ from .costmodel import memory_only
 from .costmodel.assumptions import Assumptions
 from .costmodel.context import is_shape_error
 from .costmodel.adapters import finetune_state_bytes
-from .costmodel.memory import model_state_bytes_per_param, state_args
+from .costmodel.states import model_state_bytes_per_param, state_args
 from .errors import InputError
 from .inputs.architecture import count_parameters, gdn_shape_ok, mamba_shape_ok
 from .inputs.layout import Layout
@@ -40,8 +40,8 @@ UNSTATED = "unstated"
 def state_bytes_per_param(precision: str, optimizer: str = "adam", master: str = "fp32", hidden: int = 1) -> float:
     """Model-state bytes per parameter with no sharding (Megatron-LM, mixed-precision Adam): 18 for
     bf16/fp8, 20 for fp16; another Training.optimizer or master_weights "none" changes the optimizer
-    and gradient parts (costmodel.memory.state_args: 8 for bf16 AdamW without a master copy). One
-    source for the number: the cost model's per-stage table (advisor.costmodel.memory.
+    and gradient parts (costmodel.states.state_args: 8 for bf16 AdamW without a master copy). One
+    source for the number: the cost model's per-stage table (advisor.costmodel.states.
     model_state_bytes_per_param, which cites Megatron-LM's theoretical_memory_usage.py and DeepSpeed's
     estimators)."""
     sa = state_args(optimizer, master, hidden, _DEFAULT_ASSUMPTIONS)

@@ -9,7 +9,7 @@ import pytest
 from korthikanti_cases import case_objects, load_cases
 
 from advisor import Cluster, InputError, Layout, Model, Training
-from advisor.costmodel import Assumptions, estimate, memory_only, model_state_bytes_per_param, per_layer_activations
+from advisor.costmodel import Assumptions, LayerActivations, estimate, memory_only, model_state_bytes_per_param
 
 GiB = 2**30
 DATA = Path(__file__).parent / "data" / "korthikanti2022-measured.json"
@@ -124,22 +124,22 @@ def test_korthikanti_table_2(s, b, h, a, t):
         ("full", t, False, "full"): sbh * 2,
     }
     for (_, tt, sp, rc), want in table.items():
-        got = per_layer_activations(s, b, h, a, t=tt, sp=sp, recompute=rc, flash=False, f=4 * h, dropout_masks=True)
+        got = LayerActivations(s, b, h, a, t=tt, sp=sp, recompute=rc, flash=False, f=4 * h, dropout_masks=True).bytes()
         assert got == pytest.approx(want, rel=1e-12)
 
 
 def test_flash_gqa_swiglu_fp8_terms():
     s, b, h, a, t, f = 4096, 1, 8192, 64, 8, 28672
-    mha = per_layer_activations(s, b, h, a, t=t, sp=True, flash=True, f=f, gated=True, dropout_masks=False)
+    mha = LayerActivations(s, b, h, a, t=t, sp=True, flash=True, f=f, gated=True, dropout_masks=False).bytes()
     # stored per token: rep (2h LN1 + 2h QKV in + 2h LN2 + 2h FC1 in)/t + Q,K,V 6h/t + out-proj 2h/t
     # + softmax stats 4a/t + SwiGLU FC1 out 4f/t + FC2 in 2f/t
     want = s * b * (8 * h / t + 6 * h / t + 2 * h / t + 4 * a / t + 6 * f / t)
     assert mha == pytest.approx(want, rel=1e-12)
-    gqa = per_layer_activations(s, b, h, a, t=t, sp=True, flash=True, f=f, gated=True, dropout_masks=False,
-                                wq=h, wk=h // 8, wv=h // 8, wo=h, kv_div=8)
+    gqa = LayerActivations(s, b, h, a, t=t, sp=True, flash=True, f=f, gated=True, dropout_masks=False,
+                                wq=h, wk=h // 8, wv=h // 8, wo=h, kv_div=8).bytes()
     assert mha - gqa == pytest.approx(s * b * 4 * (h - h // 8) / t, rel=1e-12)
-    fp8 = per_layer_activations(s, b, h, a, t=t, sp=True, flash=True, f=f, gated=True, dropout_masks=False,
-                                lin_bytes=1.0)
+    fp8 = LayerActivations(s, b, h, a, t=t, sp=True, flash=True, f=f, gated=True, dropout_masks=False,
+                                lin_bytes=1.0).bytes()
     assert mha - fp8 == pytest.approx(s * b * (2 * h / t + h / t + f / t), rel=1e-12)
 
 

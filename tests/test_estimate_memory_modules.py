@@ -10,9 +10,9 @@ from advisor import Cluster, Layout, Model, Training
 from advisor.costmodel import (
     Assumptions,
     memory_only,
+    LayerActivations,
+    MoEActivations,
     model_state_bytes_per_param,
-    moe_mlp_activations,
-    per_layer_activations,
 )
 from advisor.inputs.specs import MLA
 
@@ -25,8 +25,8 @@ LATENT = 1536 + 512 + 64
 
 
 def _mla_attention(**kw):
-    return per_layer_activations(S, B, H, A_, t=T, sp=True, flash=True, wq=WQ, wk=WK, wv=WV, wo=WO, kv_div=T,
-                                 latent=LATENT, dropout_masks=False, mlp=False, **kw)
+    return LayerActivations(S, B, H, A_, t=T, sp=True, flash=True, wq=WQ, wk=WK, wv=WV, wo=WO, kv_div=T,
+                                 latent=LATENT, dropout_masks=False, mlp=False, **kw).bytes()
 
 
 def test_mla_attention_no_recompute_by_hand():
@@ -48,12 +48,12 @@ def test_selective_mla_up_proj_and_layernorm_by_hand():
 
 def test_default_modules_are_korthikanti_selective():
     kw = dict(t=8, sp=True, flash=False, f=4 * 6144, dropout_masks=True)
-    sel = per_layer_activations(2048, 1, 6144, 64, recompute="selective", **kw)
+    sel = LayerActivations(2048, 1, 6144, 64, recompute="selective", **kw).bytes()
     assert sel == pytest.approx(2048 * 6144 * 34 / 8, rel=1e-12)          # Table 2, TP + SP + selective
-    assert per_layer_activations(2048, 1, 6144, 64, recompute="selective", modules=("core_attn",), **kw) == sel
+    assert LayerActivations(2048, 1, 6144, 64, recompute="selective", modules=("core_attn",), **kw).bytes() == sel
     # modules only act under "selective"
-    none = per_layer_activations(2048, 1, 6144, 64, recompute="none", **kw)
-    assert per_layer_activations(2048, 1, 6144, 64, recompute="none", modules=("core_attn", "mlp"), **kw) == none
+    none = LayerActivations(2048, 1, 6144, 64, recompute="none", **kw).bytes()
+    assert LayerActivations(2048, 1, 6144, 64, recompute="none", modules=("core_attn", "mlp"), **kw).bytes() == none
 
 
 def test_layernorm_and_mla_up_proj_do_nothing_without_mla():
@@ -61,16 +61,16 @@ def test_layernorm_and_mla_up_proj_do_nothing_without_mla():
     MLP's norm into linear_fc1 (gpt_layer_specs.py): no separate norm output to discard."""
     kw = dict(t=4, sp=True, flash=True, f=28672, gated=True, dropout_masks=False, wq=8192, wk=1024, wv=1024, wo=8192,
               kv_div=4)
-    base = per_layer_activations(4096, 1, 8192, 64, recompute="selective", modules=(), **kw)
-    same = per_layer_activations(4096, 1, 8192, 64, recompute="selective", modules=("layernorm", "mla_up_proj"), **kw)
+    base = LayerActivations(4096, 1, 8192, 64, recompute="selective", modules=(), **kw).bytes()
+    same = LayerActivations(4096, 1, 8192, 64, recompute="selective", modules=("layernorm", "mla_up_proj"), **kw).bytes()
     assert same == base
 
 
 def test_dense_mlp_recompute_keeps_only_its_input():
     s, b, h, a, t, f = 4096, 1, 8192, 64, 4, 28672
     kw = dict(t=t, sp=True, flash=True, f=f, gated=True, dropout_masks=False)
-    none = per_layer_activations(s, b, h, a, recompute="none", **kw)
-    mlp = per_layer_activations(s, b, h, a, recompute="selective", modules=("mlp",), **kw)
+    none = LayerActivations(s, b, h, a, recompute="none", **kw).bytes()
+    mlp = LayerActivations(s, b, h, a, recompute="selective", modules=("mlp",), **kw).bytes()
     # the MLP keeps its input 2h (/t under SP); FC1 input 2h/t, SwiGLU FC1 out 4f/t, FC2 in 2f/t go
     assert none - mlp == pytest.approx(s * b * (2 * h / t + 6 * f / t), rel=1e-12)
 
@@ -81,7 +81,7 @@ MOE = dict(t=2, etp=1, sp=True, k=8, experts=128, f_moe=1536, shared=0, gated=Tr
 
 def test_moe_block_by_hand():
     h, t, k, f, e = 4096, 2, 8, 1536, 128
-    got = moe_mlp_activations(S, B, h, **MOE)
+    got = MoEActivations(S, B, h, **MOE).bytes()
     # LN input 2h + LN output (router input) 2h + fp32 logits/probs 8E, SP-sharded; per routed copy
     # (s*k/t copies per rank with ETP 1): permuted input 2h + expert output 2h + FC1 out 4f + FC2 in 2f
     per_token = (2 * h + 2 * h + 8 * e) / t + k * (4 * h + 6 * f) / t
@@ -91,7 +91,7 @@ def test_moe_block_by_hand():
 def test_moe_layernorm_and_moe_act_by_hand():
     """MoE model zoo H100 runs of Qwen3-235B: --recompute-modules moe_act layernorm."""
     h, t, k, f, e = 4096, 2, 8, 1536, 128
-    got = moe_mlp_activations(S, B, h, modules=("layernorm", "moe_act"), **MOE)
+    got = MoEActivations(S, B, h, modules=("layernorm", "moe_act"), **MOE).bytes()
     per_token = (2 * h + 8 * e) / t + k * (4 * h + 4 * f) / t
     assert got == pytest.approx(S * B * per_token, rel=1e-12)
 
@@ -99,9 +99,9 @@ def test_moe_layernorm_and_moe_act_by_hand():
 def test_moe_layer_recompute_and_shared_experts_by_hand():
     h, t = 7168, 2
     kw = dict(MOE, experts=256, f_moe=2048, shared=1)
-    assert moe_mlp_activations(S, B, h, modules=("moe",), **kw) == pytest.approx(S * B * 4 * h / t, rel=1e-12)
-    full = moe_mlp_activations(S, B, h, **kw)
-    no_shared = moe_mlp_activations(S, B, h, modules=("shared_experts",), **kw)
+    assert MoEActivations(S, B, h, modules=("moe",), **kw).bytes() == pytest.approx(S * B * 4 * h / t, rel=1e-12)
+    full = MoEActivations(S, B, h, **kw).bytes()
+    no_shared = MoEActivations(S, B, h, modules=("shared_experts",), **kw).bytes()
     assert full - no_shared == pytest.approx(S * B * 6 * 2048 / t, rel=1e-12)   # SwiGLU 4f + FC2 in 2f
 
 
@@ -120,8 +120,8 @@ def test_recompute_modules_through_estimate_deepseek_v3_recipe():
                       Assumptions(recompute_modules=mods))
     assert mem.stage == 1 and mem.detail["layers"] == 4 and mem.detail["chunks_in_flight"] == 15
     attn = _mla_attention(recompute="selective", modules=mods)
-    moe = moe_mlp_activations(S, B, H, t=2, etp=1, sp=True, k=8, experts=256, f_moe=2048, shared=1, gated=True,
-                              dropout_masks=False, modules=mods)
+    moe = MoEActivations(S, B, H, t=2, etp=1, sp=True, k=8, experts=256, f_moe=2048, shared=1, gated=True,
+                              dropout_masks=False, modules=mods).bytes()
     assert mem.detail["act_layers"] == pytest.approx(4 * 15 * (attn + moe), rel=1e-12)
     default = memory_only(Cluster(gpu="H100", gpus=1024), ds, lay, Training(seq_len=4096, global_batch_size=4096))
     assert mem.activations < default.activations

@@ -108,7 +108,7 @@ def test_a_stack_without_mamba_needs_no_mamba_sizes():
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
 from advisor import Cluster, Layout, Training  # noqa: E402
-from advisor.costmodel.memory import mamba_activations, per_layer_activations  # noqa: E402
+from advisor.costmodel.activations import LayerActivations, MambaActivations  # noqa: E402
 
 H100x8 = Cluster(gpu="H100-SXM-80GB", gpus=8)
 
@@ -144,8 +144,8 @@ def test_with_flash_attention_both_kinds_are_linear_in_the_sequence():
     # with FlashAttention neither kind stores an s x s term: doubling s doubles both (a Mamba-2 mixer
     # of expand 2 then stores more per token than a GQA attention block, which the estimate says)
     kw = dict(b=1, h=4096, t=1, lin_bytes=2.0, dropout_masks=False)
-    m32, m64 = (mamba_activations(s, d_inner=8192, gn=1024, nheads=128, **kw) for s in (32768, 65536))
-    a32, a64 = (per_layer_activations(s, a=32, flash=True, wq=4096, wk=1024, wv=1024, wo=4096, mlp=False, **kw)
+    m32, m64 = (MambaActivations(s, d_inner=8192, gn=1024, nheads=128, **kw).bytes() for s in (32768, 65536))
+    a32, a64 = (LayerActivations(s, a=32, flash=True, wq=4096, wk=1024, wv=1024, wo=4096, mlp=False, **kw).bytes()
                 for s in (32768, 65536))
     assert m64 == 2 * m32 and a64 == 2 * a32 and m32 > a32
 

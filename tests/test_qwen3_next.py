@@ -102,7 +102,7 @@ def test_more_deltanet_layers_in_place_of_attention_cost_less_at_long_context(n_
     """A Gated DeltaNet layer in place of a softmax attention layer: less compute at a 64k context
     (its chunked delta rule is O(s), attention's scores O(s^2)), and less activation memory when the
     attention kernel materialises its s x s scores (no FlashAttention). With FlashAttention both store
-    O(s) per layer, and the estimate keeps GDN's larger per-token tensors (gdn_activations)."""
+    O(s) per layer, and the estimate keeps GDN's larger per-token tensors (GdnActivations)."""
     base = _model()
     fewer = "GEGEGE*E" * n_attention + "GEGEGEGE" * (12 - n_attention)
     more = "GEGEGE*E" * (n_attention + 1) + "GEGEGEGE" * (11 - n_attention)

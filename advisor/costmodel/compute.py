@@ -31,7 +31,7 @@ def _elementwise_bytes_per_layer(c: Ctx) -> tuple[float, float]:
     """Activation bytes per token that a dense and an MoE layer store on one rank, the measure of the
     element-wise kernels' (norms, bias/activation, dropout, residual adds, casts) HBM traffic:
     Korthikanti et al. 2022 §4.1's tensors without the attention core and the dropout masks (the
-    terms of memory.per_layer_activations: replicated 8h, TP-sharded 24h/t for a GPT layer, the
+    terms of activations.LayerActivations: replicated 8h, TP-sharded 24h/t for a GPT layer, the
     replicated part sharded too under SP)."""
     div = c.tp if c.sp else 1
     h, t = c.h, c.tp
@@ -49,7 +49,7 @@ def hybrid_traffic(c: Ctx) -> tuple:
     _elementwise_bytes_per_layer and _cast_bytes_per_layer count them for a dense and an MoE layer:
     (element-wise bytes by kind, quantisation bytes by kind). Each kind has its own norm (2h in,
     2h out, replicated unless SP); an attention-only layer's and an MLP-only layer's tensors are the
-    two halves of a dense layer's; a Mamba layer's are mamba_activations' TP-sharded tensors
+    two halves of a dense layer's; a Mamba layer's are MambaActivations' TP-sharded tensors
     (without the mask), and its quantised GEMM operands the in_proj input and output gradient and
     the out_proj input and output gradient."""
     div = c.tp if c.sp else 1

@@ -148,7 +148,7 @@ class Ctx:
     split: tuple         # per stage: (layers, dense layers, MoE layers)
     candidates: tuple    # stages that can be the most-loaded one (memory.candidate_stages)
     # one dict per (cluster, model, training), shared by every layout's Ctx: memo of terms that depend
-    # on a few layout degrees only (memory._acts, _act_invariants, _states; time._plans, the DP terms);
+    # on a few layout degrees only (activations._acts, act_invariants; states.candidate_states; time._plans, the DP terms);
     # entries are immutable tuples, set atomically (memoised, remember)
     memo: dict
 

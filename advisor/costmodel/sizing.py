@@ -89,7 +89,7 @@ def resize(s: Sized, layout) -> Sized:
     """`size` of `layout`, which differs from the layout `s` sized in its recompute level only: the
     planner sizes each (shape, micro-batch, ZeRO stage, offload) at several levels. The context is
     s's with the level changed (the only field `resolve` takes from it), and the memory terms that
-    do not depend on it come from the memo (memory._states)."""
+    do not depend on it come from the memo (states.candidate_states)."""
     d = s.ctx.__dict__.copy()      # (cheaper than dict(..., recompute=...))
     d["recompute"] = layout.recompute
     c = _new(Ctx)

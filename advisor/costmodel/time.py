@@ -23,7 +23,7 @@ from .adapters import stage_adapter_params
 from .compute import compute_plan, stage_compute
 from .context import Ctx, remember
 from .flops import executed_flops_per_step, model_flops_per_step, moe_token_weights, per_token_forward_flops
-from .memory import act_layers_of, offloaded_layers
+from .activations import act_layers_of, offloaded_layers
 
 _new = object.__new__
 

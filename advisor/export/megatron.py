@@ -915,7 +915,7 @@ def _a2a_overlap_blocker(layout: Layout, model: Model) -> str:
 
 
 def _activation_offload(out: _Args, layout: Layout, model: Model, A: Assumptions) -> None:
-    """Activation offload where the estimate applies it (costmodel.memory.offloaded_layers: pp 1, no recompute)."""
+    """Activation offload where the estimate applies it (costmodel.activations.offloaded_layers: pp 1, no recompute)."""
     if A.activation_offload_layers and layout.pp == 1 and layout.recompute == "none":
         if A.activation_offload_layers >= model.layers:
             raise refused("Assumptions.activation_offload_layers", A.activation_offload_layers,
