@@ -117,9 +117,8 @@ def alltoall(c: Ctx, A, nbytes: float, n: int, stride: int, calls: float = 1.0, 
     return intra + inter, sec, net
 
 
-def tp_per_microbatch(c: Ctx, A, n_dense: int, n_moe: int, first: bool, last: bool, window: float,
-                      plan: TPPlan | None = None, kinds=None):
-    """TP traffic of one micro-batch on one stage: (bytes, seconds, exposed seconds, network).
+def tp_per_microbatch(c: Ctx, A, k: int, window: float, plan: TPPlan | None = None):
+    """TP traffic of one micro-batch on pipeline stage k: (bytes, seconds, exposed seconds, network).
 
     Per layer, in units of the hidden-state message M = 2*s*b*h bytes:
       no SP: forward 2 all-reduces (4 units, exposed); backward 2 all-reduces of column-parallel input
@@ -138,8 +137,7 @@ def tp_per_microbatch(c: Ctx, A, n_dense: int, n_moe: int, first: bool, last: bo
     Embedding: +2 units forward (all-reduce; 1 reduce-scatter under SP); output layer under SP: +1
     all-gather forward and 2 async units backward. `window` is the GEMM time async units hide behind.
     `plan` = tp_plan(c, A), when the caller times several stages of the layout.
-    A hybrid stack (`kinds` = its Mamba, attention, MLP, MoE layers; n_dense, n_moe its MLP and MoE
-    layers): each Mamba, attention-only and MLP-only layer is one column- then row-parallel block,
+    A hybrid stack (c.hsplit[k]: the stage's Mamba, attention, MLP and MoE layers): each Mamba, attention-only and MLP-only layer is one column- then row-parallel block,
     half a dense layer's collectives (Megatron-Core MambaMixer: in_proj column-parallel, out_proj
     row-parallel, with SP's all-gather / reduce-scatter like the attention's: megatron/core/ssm/
     mamba_mixer.py); an MoE-only layer is an MoE layer without its attention half.
@@ -147,7 +145,7 @@ def tp_per_microbatch(c: Ctx, A, n_dense: int, n_moe: int, first: bool, last: bo
     if c.tp <= 1:
         return 0.0, 0.0, 0.0, False
     plan = plan or tp_plan(c, A)
-    exp_units, exp_calls, async_units, async_calls = _tp_units(plan, n_dense, n_moe, first, last, kinds)
+    exp_units, exp_calls, async_units, async_calls = _tp_units(plan, *_stage_layers(c, k))
     nbytes, sec_exp, net = run_ring(plan.ring, exp_units, exp_calls)
     b2, sec_async, _ = run_ring(plan.ring, async_units, async_calls)
     total = sec_exp + sec_async
@@ -158,8 +156,7 @@ def tp_per_microbatch(c: Ctx, A, n_dense: int, n_moe: int, first: bool, last: bo
     return nbytes + b2, total, exposed, net
 
 
-def tp_unhidden(c: Ctx, A, n_dense: int, n_moe: int, first: bool, last: bool, plan: TPPlan | None = None,
-                kinds=None) -> float:
+def tp_unhidden(c: Ctx, A, k: int, plan: TPPlan | None = None) -> float:
     """tp_per_microbatch(..., window=inf)[2], the TP seconds no compute window hides (time.variant_floors).
     Without TP comm overlap that is the exposed collectives' time alone (sec_exp + max(0, sec_async - inf)
     is sec_exp), so the async ones are not timed."""
@@ -167,9 +164,15 @@ def tp_unhidden(c: Ctx, A, n_dense: int, n_moe: int, first: bool, last: bool, pl
         return 0.0
     plan = plan or tp_plan(c, A)
     if plan.overlap:
-        return tp_per_microbatch(c, A, n_dense, n_moe, first, last, float("inf"), plan, kinds)[2]
-    exp_units, exp_calls, _, _ = _tp_units(plan, n_dense, n_moe, first, last, kinds)
+        return tp_per_microbatch(c, A, k, float("inf"), plan)[2]
+    exp_units, exp_calls, _, _ = _tp_units(plan, *_stage_layers(c, k))
     return run_ring(plan.ring, exp_units, exp_calls)[1]
+
+
+def _stage_layers(c: Ctx, k: int) -> tuple:
+    """(dense layers, MoE layers, first stage, last stage, hybrid kinds or None) of stage k: what _tp_units reads."""
+    _, n_dense, n_moe = c.split[k]
+    return n_dense, n_moe, k == 0, k == c.pp - 1, c.hsplit[k] if c.hsplit is not None else None
 
 
 def _tp_units(plan: TPPlan, n_dense: int, n_moe: int, first: bool, last: bool, kinds=None) -> tuple:
@@ -431,30 +434,8 @@ def dp_terms(c: Ctx, A, dense: float, expert: float, trainable: tuple | None = N
     """
     tr_d, tr_e = trainable if trainable is not None else (dense, expert)
     groups = ((dense, tr_d, c.dense_shard, c.tp * c.cp), (expert, tr_e, c.edp, c.etp * c.ep))
-    fw, z = c.framework, c.zero
-    if fw == "megatron":
-        g = 2.0 if c.precision == "fp16" else A.megatron_main_grad_bytes
-        if z == 0:
-            once_g, once_p, mb = [(2, g)], [], []
-        elif z <= 2:
-            once_g, once_p, mb = [(1, g)], [(1, 2.0)], []
-        else:
-            once_g, once_p, mb = [], [], [(2, 2.0), (1, g)]
-    elif fw == "torchtitan":
-        gb = A.fsdp_state_bytes[1]
-        if z == 0:
-            once_g, once_p, mb = [(2, gb)], [], []
-        else:
-            once_g, once_p, mb = [], [], [(2, 2.0), (1, gb)]
-    else:
-        if z == 0:
-            once_g, once_p, mb = [(2, 2.0)], [], []
-        elif z == 1:
-            once_g, once_p, mb = [(1, 2.0)], [(1, 2.0)], []
-        elif z == 2:
-            once_g, once_p, mb = [], [(1, 2.0)], [(1, 2.0)]
-        else:
-            once_g, once_p, mb = [], [], [(2, 2.0), (1, 2.0)]
+    fw = c.framework
+    once_g, once_p, mb = _dp_schedule(c, A)
     ob = og = op = mbb = mbs = 0.0
     net = False
     per_layer = max(1, c.L // c.pp)
@@ -482,3 +463,33 @@ def dp_terms(c: Ctx, A, dense: float, expert: float, trainable: tuple | None = N
             bb, s, nn = collective(c, A, units, moved * bpp, n, stride, units * per_layer)
             mbb += bb; mbs += s; net |= nn
     return ob, og, op, mbb, mbs, net
+
+
+def _dp_schedule(c: Ctx, A) -> tuple[list, list, list]:
+    """dp_terms' collectives by framework and ZeRO stage, each (ring units, bytes per parameter):
+    (once per step on gradients, once per step on parameters, every micro-batch)."""
+    fw, z = c.framework, c.zero
+    if fw == "megatron":
+        g = 2.0 if c.precision == "fp16" else A.megatron_main_grad_bytes
+        if z == 0:
+            once_g, once_p, mb = [(2, g)], [], []
+        elif z <= 2:
+            once_g, once_p, mb = [(1, g)], [(1, 2.0)], []
+        else:
+            once_g, once_p, mb = [], [], [(2, 2.0), (1, g)]
+    elif fw == "torchtitan":
+        gb = A.fsdp_state_bytes[1]
+        if z == 0:
+            once_g, once_p, mb = [(2, gb)], [], []
+        else:
+            once_g, once_p, mb = [], [], [(2, 2.0), (1, gb)]
+    else:
+        if z == 0:
+            once_g, once_p, mb = [(2, 2.0)], [], []
+        elif z == 1:
+            once_g, once_p, mb = [(1, 2.0)], [(1, 2.0)], []
+        elif z == 2:
+            once_g, once_p, mb = [], [(1, 2.0)], [(1, 2.0)]
+        else:
+            once_g, once_p, mb = [], [], [(2, 2.0), (1, 2.0)]
+    return once_g, once_p, mb

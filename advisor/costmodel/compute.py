@@ -251,6 +251,22 @@ def stage_compute(c: Ctx, A, n_dense: int, n_moe: int, last: bool, plan: Compute
     if last:
         lin_f += P.logits_flops
         lin_t += P.logits
+    ew_t = _elementwise_seconds(c, P, n_dense, n_moe, last, kinds)
+    if c.frozen:
+        ad_t, ad_f = _adapter_compute(c, A, n_dense, n_moe, tokens, P.hbm)
+        lin_t += ad_t
+        lin_f += ad_f
+    if c.stated_stack in HF_STACKS and c.stack == "eager" and kinds is None:
+        ew_t += _hf_norm_seconds(c, n_dense + n_moe, c.s_loc * c.b)
+    gpu = lin_t + attn_t + ew_t
+    layers = (n_dense + n_moe) if kinds is None else sum(kinds)
+    return combine_host(gpu, layers * P.host_layer, A.host_overlap_exponent), lin_f + attn_f, attn_t
+
+
+def _elementwise_seconds(c: Ctx, P: ComputePlan, n_dense: int, n_moe: int, last: bool, kinds) -> float:
+    """Seconds of one micro-batch's element-wise kernels on one rank of a stage (HBM traffic per
+    stored activation byte, the recomputed modules' forward again, the last stage's logits) and of
+    the precision recipe's quantisation kernels."""
     ew_t = 0.0
     if P.elementwise is not None:
         per_dense, per_moe, recompute_factor, logits = P.elementwise
@@ -273,15 +289,7 @@ def stage_compute(c: Ctx, A, n_dense: int, n_moe: int, last: bool, plan: Compute
         else:
             cast = sum(n * x for n, x in zip(kinds, hybrid_traffic(c)[1]))
         ew_t += cast * (1.5 if c.recompute == "full" else 1.0) * c.s_loc * c.b / P.hbm
-    if c.frozen:
-        ad_t, ad_f = _adapter_compute(c, A, n_dense, n_moe, tokens, P.hbm)
-        lin_t += ad_t
-        lin_f += ad_f
-    if c.stated_stack in HF_STACKS and c.stack == "eager" and kinds is None:
-        ew_t += _hf_norm_seconds(c, n_dense + n_moe, c.s_loc * c.b)
-    gpu = lin_t + attn_t + ew_t
-    layers = (n_dense + n_moe) if kinds is None else sum(kinds)
-    return combine_host(gpu, layers * P.host_layer, A.host_overlap_exponent), lin_f + attn_f, attn_t
+    return ew_t
 
 
 def _adapter_compute(c: Ctx, A, n_dense: int, n_moe: int, tokens: float, hbm: float) -> tuple[float, float]:

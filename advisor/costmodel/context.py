@@ -207,31 +207,11 @@ def _static(cluster, model, training) -> tuple:
 
 def _build_static(cluster, model, training) -> tuple:
     """_static's entry, computed."""
-    if training.seq_len is None:
-        raise InputError("Training.seq_len", None, "a resolved sequence length (tokens)",
-                         "estimate needs the sequence length; resolve it from the model first")
-    if training.global_batch_size is None:
-        raise InputError("Training.global_batch_size", None, "a resolved global batch size (sequences)",
-                         "estimate needs the global batch; resolve it first")
+    _check_resolved(training)
     pc = count_parameters(model)
     h, a = model.hidden, model.heads
     kv = model.kv_heads or a
-    hd = model.head_dim or h // a
-    if model.mla is not None:
-        mla = model.mla
-        qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim
-        wq = wk = a * qk
-        wv = wo = a * mla.v_head_dim
-        latent = (mla.q_lora_rank or 0) + mla.kv_lora_rank + mla.qk_rope_head_dim
-        kv_params = 0
-        mla_dims = (mla.q_lora_rank or 0, mla.kv_lora_rank, mla.qk_rope_head_dim, mla.qk_nope_head_dim,
-                    mla.v_head_dim)
-    else:
-        mla_dims = None
-        wq = wo = a * hd
-        wk = wv = kv * hd
-        latent = 0
-        kv_params = 2 * h * kv * hd
+    wq, wk, wv, wo, latent, kv_params, mla_dims = _attention_widths(model)
     vocab = model.vocab
     pattern = getattr(model, "hybrid_pattern", None)
     hyb = hcounts = None
@@ -281,6 +261,31 @@ def _build_static(cluster, model, training) -> tuple:
     fields.update(dict.fromkeys(_PER_LAYOUT))
     fields["memo"] = {}
     return fields, {}, model.mla is not None
+
+
+def _check_resolved(training) -> None:
+    """The InputErrors of a training whose sequence length or global batch is not resolved yet."""
+    if training.seq_len is None:
+        raise InputError("Training.seq_len", None, "a resolved sequence length (tokens)",
+                         "estimate needs the sequence length; resolve it from the model first")
+    if training.global_batch_size is None:
+        raise InputError("Training.global_batch_size", None, "a resolved global batch size (sequences)",
+                         "estimate needs the global batch; resolve it first")
+
+
+def _attention_widths(model) -> tuple:
+    """(wq, wk, wv, wo, latent, kv_params, mla_dims): the widths of Q, K, V and the attention output,
+    MLA's latent widths and its dims (0 and None without MLA), and the K/V projections' parameters."""
+    h, a = model.hidden, model.heads
+    kv = model.kv_heads or a
+    hd = model.head_dim or h // a
+    if model.mla is None:
+        return a * hd, kv * hd, kv * hd, a * hd, 0, 2 * h * kv * hd, None
+    mla = model.mla
+    qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim
+    latent = (mla.q_lora_rank or 0) + mla.kv_lora_rank + mla.qk_rope_head_dim
+    dims = (mla.q_lora_rank or 0, mla.kv_lora_rank, mla.qk_rope_head_dim, mla.qk_nope_head_dim, mla.v_head_dim)
+    return a * qk, a * qk, a * mla.v_head_dim, a * mla.v_head_dim, latent, 0, dims
 
 
 def _measured_rate(prof, ops: tuple, cluster) -> float | None:
@@ -416,33 +421,11 @@ def resolve(cluster, model, layout, training) -> Ctx:
     fields, splits, mla = _static(cluster, model, training)
     world = fields["world"]
     lay = layout
-    tp, pp, cp, dp = lay.tp, lay.pp, lay.cp, lay.dp
-    if dp is None:
-        if world % (tp * pp * cp):
-            layout.for_world(world)  # raises the InputError naming the remainder
-        dp = world // (tp * pp * cp)
-    if tp * pp * cp * dp != world:
-        raise InputError("Layout.dp", dp, f"tp*cp*pp*dp equal to the cluster's gpus ({world})",
-                         lay.degree_formula(world))
+    tp, pp, cp = lay.tp, lay.pp, lay.cp
+    dp, m = _degrees(lay, world, fields["gbs"])
     ep = lay.ep
     etp = lay.etp or tp
-    if world % (etp * ep * pp):
-        raise InputError("Layout.ep", ep, "etp*ep*pp dividing the world size (Megatron M2)",
-                         f"gpus({world}) % (etp({etp}) * ep({ep}) * pp({pp})) = {world % (etp * ep * pp)}")
     b = lay.micro_batch_size
-    gbs = fields["gbs"]
-    if lay.num_microbatches is None:
-        if gbs % (b * dp):
-            raise InputError("Training.global_batch_size", gbs, "a multiple of micro_batch_size * dp (Megatron M11)",
-                             f"global_batch_size({gbs}) % (micro_batch_size({b}) * dp({dp})) = {gbs % (b * dp)}")
-        m = gbs // (b * dp)
-    else:
-        m = lay.num_microbatches
-        if b * m * dp != gbs:     # else tokens per step and MFU count a batch the step does not run
-            raise InputError("Layout.num_microbatches", m,
-                             "micro_batch_size * num_microbatches * dp equal to global_batch_size (Megatron M11)",
-                             f"mbs({b}) * num_microbatches({m}) * dp({dp}) = {b * m * dp} "
-                             f"!= global_batch_size({gbs})")
 
     kv_div = tp if mla else min(tp, fields["kv"])
     framework = lay.framework
@@ -491,6 +474,36 @@ def resolve(cluster, model, layout, training) -> Ctx:
     c = _new(Ctx)
     c.__dict__ = d
     return c
+
+
+def _degrees(lay, world: int, gbs: int) -> tuple[int, int]:
+    """(dp, micro-batches per step) of layout `lay` on `world` GPUs with global batch `gbs`; the
+    InputErrors of degrees that do not tile the world or the batch (Megatron M2, M11)."""
+    tp, pp, cp, dp = lay.tp, lay.pp, lay.cp, lay.dp
+    if dp is None:
+        if world % (tp * pp * cp):
+            lay.for_world(world)  # raises the InputError naming the remainder
+        dp = world // (tp * pp * cp)
+    if tp * pp * cp * dp != world:
+        raise InputError("Layout.dp", dp, f"tp*cp*pp*dp equal to the cluster's gpus ({world})",
+                         lay.degree_formula(world))
+    ep, etp = lay.ep, lay.etp or tp
+    if world % (etp * ep * pp):
+        raise InputError("Layout.ep", ep, "etp*ep*pp dividing the world size (Megatron M2)",
+                         f"gpus({world}) % (etp({etp}) * ep({ep}) * pp({pp})) = {world % (etp * ep * pp)}")
+    b = lay.micro_batch_size
+    if lay.num_microbatches is None:
+        if gbs % (b * dp):
+            raise InputError("Training.global_batch_size", gbs, "a multiple of micro_batch_size * dp (Megatron M11)",
+                             f"global_batch_size({gbs}) % (micro_batch_size({b}) * dp({dp})) = {gbs % (b * dp)}")
+        return dp, gbs // (b * dp)
+    m = lay.num_microbatches
+    if b * m * dp != gbs:     # else tokens per step and MFU count a batch the step does not run
+        raise InputError("Layout.num_microbatches", m,
+                         "micro_batch_size * num_microbatches * dp equal to global_batch_size (Megatron M11)",
+                         f"mbs({b}) * num_microbatches({m}) * dp({dp}) = {b * m * dp} "
+                         f"!= global_batch_size({gbs})")
+    return dp, m
 
 
 def _linear_mixer(model, pattern: str) -> tuple:

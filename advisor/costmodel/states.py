@@ -180,29 +180,9 @@ def stage_states(c: Ctx, A, k: int, inv: tuple) -> tuple:
     """Model states of pipeline stage k's rank and the buffers that scale with its parameters:
     (weights, grads, optimizer, offloaded_host, offloaded_nvme, w_dense, w_exp, fp8_copy, zero3_live,
     fsdp, bucket, dense params, expert params). `inv` = state_invariants(c, A)."""
-    dense_layer, routed, moe_other, word, per_param, zero3_live = inv
-    pc = c.pc
-    p = c.pp
-    n_layers, n_dense, n_moe = c.split[k]   # layers, dense and MoE layers of stage k (context._split)
-    first, last = k == 0, k == p - 1
-
-    # ---- parameters on this rank (TP-sharded weights, replicated norms; experts over etp*ep)
-    if not n_moe:
-        moe_other = 0.0
-    if c.hsplit is None:
-        dense = n_dense * dense_layer + n_moe * moe_other
-        expert = n_moe * routed / (c.ep * c.etp)
-        linear = n_dense * (dense_layer - pc.norms) + n_moe * (moe_other - pc.norms - c.h * c.experts) + expert
-    else:
-        dense, expert, linear = _hybrid_stage_params(c, c.hsplit[k], inv)
-    if first:
-        dense += word + c.pos_params
-    if last:
-        if not c.tied:
-            dense += word
-        elif p > 1:
-            dense += word  # tied embeddings: the last stage keeps its own copy (Megatron embedding group)
-        dense += pc.final_norm
+    per_param, zero3_live = inv[4:]
+    _, n_dense, n_moe = c.split[k]   # dense and MoE layers of stage k (context._split)
+    dense, expert, linear = _stage_params(c, k, inv)
 
     w_d, w_e, g_d, g_e, o_d, o_e, w_s, g_s, nd, ne = per_param   # bytes/param of dense and expert params
     tr_dense, tr_expert = dense, expert     # trainable parameters: all, or the adapters (LoRA / QLoRA)
@@ -250,26 +230,62 @@ def stage_states(c: Ctx, A, k: int, inv: tuple) -> tuple:
     # ---- buffers that scale with the parameters
     fsdp = bucket = 0.0
     if gathers_per_layer(c) and not c.deepspeed:
-        # FSDP (Megatron-FSDP, torchtitan): all-gathered 16-bit params of the current and prefetched
-        # layer plus one layer's unsharded fp32 gradient before reduce-scatter.
-        per_layer = max(dense_layer if n_dense else 0.0, moe_other + routed / (c.ep * c.etp) if n_moe else 0.0)
-        if c.hsplit is not None:
-            per_layer = max(_hybrid_layer_params(c, inv)[:3] + (per_layer,))
-        grad = A.fsdp_state_bytes[1] if c.framework == "torchtitan" else A.megatron_main_grad_bytes
-        if c.frozen:   # only the adapters' gradient is unsharded before its reduce-scatter
-            grad *= (tr_dense + tr_expert) / max(1.0, dense + expert)
-        gathered = 2.0          # bytes per gathered parameter: 16-bit, or the quantised weight
-        if c.lowp_bytes:
-            quantised = A.fp8_weight_copy_bytes * c.lowp_bytes * c.weight_copies
-            # gathered in the quantised format (fp8_param_gather), or gathered 16-bit and cast
-            gathered = quantised if fp8_params(c, A) else 2.0 + quantised
-        fsdp = (2 * gathered + grad) * per_layer
-        if c.zero == 2 and c.framework == "torchtitan":  # reshard_after_forward=False keeps params gathered
-            fsdp += 2 * (dense + expert)
+        fsdp = _fsdp_bytes(c, A, inv, k, (tr_dense, tr_expert, dense, expert))
     if c.deepspeed and c.zero in (1, 2):
         bucket = 2.0 * min(A.deepspeed_bucket_elements, tr_dense + tr_expert)
     return (weights, g_bytes, o_bytes, host_b, nvme_b, w_dense, w_exp, fp8_copy, zero3_live, fsdp, bucket,
             dense, expert)
+
+
+def _stage_params(c: Ctx, k: int, inv: tuple) -> tuple[float, float, float]:
+    """(dense, expert, linear-layer) parameters on stage k's rank: TP-sharded weights, replicated
+    norms, experts over etp*ep; the embedding on the first stage, the output layer and final norm on
+    the last."""
+    dense_layer, routed, moe_other, word = inv[:4]
+    pc = c.pc
+    p = c.pp
+    _, n_dense, n_moe = c.split[k]
+    if not n_moe:
+        moe_other = 0.0
+    if c.hsplit is None:
+        dense = n_dense * dense_layer + n_moe * moe_other
+        expert = n_moe * routed / (c.ep * c.etp)
+        linear = n_dense * (dense_layer - pc.norms) + n_moe * (moe_other - pc.norms - c.h * c.experts) + expert
+    else:
+        dense, expert, linear = _hybrid_stage_params(c, c.hsplit[k], inv)
+    if k == 0:
+        dense += word + c.pos_params
+    if k == p - 1:
+        if not c.tied:
+            dense += word
+        elif p > 1:
+            dense += word  # tied embeddings: the last stage keeps its own copy (Megatron embedding group)
+        dense += pc.final_norm
+    return dense, expert, linear
+
+
+def _fsdp_bytes(c: Ctx, A, inv: tuple, k: int, trained: tuple) -> float:
+    """FSDP's buffers (Megatron-FSDP, torchtitan) on stage k's rank: the all-gathered params of the
+    current and the prefetched layer plus one layer's unsharded gradient before its reduce-scatter.
+    `trained` = (trainable dense, trainable expert, dense, expert) parameters of the stage."""
+    dense_layer, routed, moe_other = inv[:3]
+    _, n_dense, n_moe = c.split[k]
+    tr_dense, tr_expert, dense, expert = trained
+    per_layer = max(dense_layer if n_dense else 0.0, moe_other + routed / (c.ep * c.etp) if n_moe else 0.0)
+    if c.hsplit is not None:
+        per_layer = max(_hybrid_layer_params(c, inv)[:3] + (per_layer,))
+    grad = A.fsdp_state_bytes[1] if c.framework == "torchtitan" else A.megatron_main_grad_bytes
+    if c.frozen:   # only the adapters' gradient is unsharded before its reduce-scatter
+        grad *= (tr_dense + tr_expert) / max(1.0, dense + expert)
+    gathered = 2.0          # bytes per gathered parameter: 16-bit, or the quantised weight
+    if c.lowp_bytes:
+        quantised = A.fp8_weight_copy_bytes * c.lowp_bytes * c.weight_copies
+        # gathered in the quantised format (fp8_param_gather), or gathered 16-bit and cast
+        gathered = quantised if fp8_params(c, A) else 2.0 + quantised
+    fsdp = (2 * gathered + grad) * per_layer
+    if c.zero == 2 and c.framework == "torchtitan":  # reshard_after_forward=False keeps params gathered
+        fsdp += 2 * (dense + expert)
+    return fsdp
 
 
 def _hybrid_layer_params(c: Ctx, inv: tuple) -> tuple:

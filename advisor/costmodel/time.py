@@ -90,14 +90,14 @@ def stage_times(c: Ctx, A, k: int, dense_params: float, expert_params: float, pl
     """All time terms of stage k; per-micro-batch terms are per micro-batch. `plans` = _plans(c, A),
     when the caller times several stages."""
     n_layers, n_dense, n_moe = c.split[k]   # layers, dense and MoE layers of stage k (context._split)
-    first, last = k == 0, k == c.pp - 1
+    last = k == c.pp - 1
     compute_plan, tp_plan_, cp_plan_, ep_plan_ = plans or _plans(c, A)
     kinds = c.hsplit[k] if c.hsplit is not None else None
     comp, flops, attn_t = stage_compute(c, A, n_dense, n_moe, last, compute_plan, kinds)
     # async TP backward collectives hide behind the weight-gradient GEMMs: backward is 2x forward and
     # half of it is wgrad, so ~1/3 of the layer's forward+backward GEMM time. A dimension of degree 1
     # (or a stage without MoE layers) moves nothing: its terms are _NO_COMM without the call.
-    tp = tp_per_microbatch(c, A, n_dense, n_moe, first, last, comp / 3.0, tp_plan_, kinds) if c.tp > 1 else _NO_COMM
+    tp = tp_per_microbatch(c, A, k, comp / 3.0, tp_plan_) if c.tp > 1 else _NO_COMM
     cp = cp_per_microbatch(c, A, n_layers, attn_t, cp_plan_, kinds) if c.cp > 1 else _NO_COMM
     ep = _ep_per_microbatch(c, A, n_moe, ep_plan_) if c.ep > 1 and n_moe else _NO_COMM
     ep_floor = _ep_unhidden(A, ep[2])
@@ -253,7 +253,7 @@ def _floors(c: Ctx, A, variants, own: dict | None, opt: float) -> dict:
         for k in stages:
             _, n_dense, n_moe = c.split[k]
             kinds = c.hsplit[k] if c.hsplit is not None else None
-            first, last = k == 0, k == c.pp - 1
+            last = k == c.pp - 1
             # c's own micro-batch: its compute and EP terms are T's (the same function of the same inputs)
             if ctx is c and own is not None:
                 comp, ep_floor = own[k]
@@ -263,7 +263,7 @@ def _floors(c: Ctx, A, variants, own: dict | None, opt: float) -> dict:
                 ep_floor = _ep_unhidden(A, ep[2])
             x = comp
             if ctx.tp > 1:      # tp_unhidden is 0.0 for tp 1
-                x += tp_unhidden(ctx, A, n_dense, n_moe, first, last, tp_plan_, kinds)
+                x += tp_unhidden(ctx, A, k, tp_plan_)
             x += ep_floor
             if ctx.deepspeed:   # Ulysses all-to-all: exposed whatever the window
                 x += cp_per_microbatch(ctx, A, n_dense + n_moe, 0.0, cp_plan_, kinds)[2]
