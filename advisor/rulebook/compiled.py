@@ -356,6 +356,8 @@ def _most_held(field_tests: list[tuple[str, Any]]) -> int:
     """The most of one field's (op, constant) tests one value satisfies, over the deciding values.
     Each value's count comes from sorted constants per operator (bisect), not a scan of every test:
     the built-in rule book has fields with ~100 tests, checked at every start."""
+    if len(field_tests) == 1:   # one test: some value satisfies it (most fields have one)
+        return 1
     by_op: dict[str, list] = {}
     for op, c in field_tests:
         by_op.setdefault(op, []).append(c)
