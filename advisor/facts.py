@@ -297,7 +297,7 @@ ASSUMED = tuple(name.split(".", 1)[1] for name in CATALOGUE if name.startswith("
 
 def _round(x: float) -> float:
     # Facts are compared by rules and shown in messages; 4 decimals is plenty and keeps the
-    # engine's JSON free of exponent-only floats (research/durable-rules.md §4.3).
+    # engine's JSON free of exponent-only floats (docs/architecture.md, the durable_rules traps).
     return round(x, 4)
 
 

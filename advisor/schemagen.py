@@ -123,7 +123,7 @@ _RULE_FIELD_TEXT = {
     "version": "Bump when `when` or `then` changes.",
     "title": "One line: what the rule decides or checks.",
     "when": "The condition over facts (docs/facts.md); nothing in a rule file is executed.",
-    "then": "Effects from the closed action set (advisor.actions).",
+    "then": "Effects from the closed action set (advisor.rulebook.actions).",
     "message": "One line with the conclusion and the reason; may name facts as {group.fact} or {group.fact:.1f}.",
     "rationale": "Why, with the numbers and who says so.",
     "references": "At least one citation, each with a url or a repository path.",

@@ -6,7 +6,7 @@ stored copy, 307dcf37, is 93,035). MEGATRON_FLAGS (megatron_flags.py) records, f
 `_add_*_args` function and the character window of the stored file in which its `add_argument`
 call sits.
 
-The flags added for issue 20 (the settings the estimate depends on: token dispatcher, router, RoPE,
+The flags of the settings the estimate depends on: token dispatcher, router, RoPE,
 recompute modules, overlaps, offload, FP8 parameters, optimizer) were read at the two releases the
 export targets, MEGATRON_PINS: main and the latest core release. There many flags are generated from
 Megatron-Core's config dataclasses (megatron/training/argument_utils.py ArgumentGroupFactory: field

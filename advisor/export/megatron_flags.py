@@ -29,7 +29,7 @@ class MegatronFlag:
     (`action=`), "choice" (`choices=`), "str_list" (`nargs`, one value per word), "moe_freq" (`type=moe_freq_type`: an int or a Python list
     expression such as "([0]*3+[1]*58)"). `where` is the `_add_*_args` function and the 16,000-
     character window of MEGATRON_ARGUMENTS_SOURCE (as the search tool's read_file pages it) that
-    holds the call; M-numbers refer to research/anchors-selection.md §2.
+    holds the call; M-numbers name the legality constraints of rules/audit-megatron.toml.
     """
 
     flag: str
@@ -65,7 +65,7 @@ _TC, _MPC = "transformer_config.py", "model_parallel_config.py"
 
 
 def _pinned(main: str, v016: str, old: str = "") -> str:
-    """Where a flag added for issue 20 is declared: at main, at core_v0.16.1 (MEGATRON_PINS) and, when
+    """Where a flag the estimate depends on is declared: at main, at core_v0.16.1 (MEGATRON_PINS) and, when
     it existed there, at MEGATRON_ARGUMENTS_SOURCE's commit (arguments.py line)."""
     return f"main: {main}; core_v0.16.1: {v016}" + (f"; 000c4ac: arguments.py L{old}" if old else "")
 
@@ -211,7 +211,7 @@ MEGATRON_FLAGS: dict[str, MegatronFlag] = dict([
     _f("--moe-latent-size", "int", _pinned(f"{_TC} L952", f"{_TC} L719")),
     _f("--mtp-hybrid-override-pattern", "str", _pinned(f"{_TC} L97 (deprecated, converted in arguments.py L774)",
        "not declared"), versions=("main",)),
-    # ---- issue 20: the settings the estimate depends on (MEGATRON_PINS; megatron/core/transformer/...)
+    # ---- the settings the estimate depends on (MEGATRON_PINS; megatron/core/transformer/...)
     _f("--moe-token-dispatcher-type", "choice",
        _pinned(f"{_TC} L891 TransformerConfig.moe_token_dispatcher_type", f"{_TC} L675", "3201"),
        choices=("allgather", "alltoall", "flex"), note="default allgather; the estimate assumes alltoall or DeepEP"),
@@ -275,7 +275,7 @@ MEGATRON_FLAGS: dict[str, MegatronFlag] = dict([
             "L602: one moment)"),
     _f("--sgd-momentum", "float", _pinned("arguments.py L2626", "arguments.py L1836"),
        note="default 0.9 (a momentum buffer); the estimate's sgd keeps no state, so 0.0 is written"),
-    # ---- issue 37: the rest of the settings the estimate prices
+    # ---- the rest of the settings the estimate prices
     _f("--cuda-graph-impl", "choice", _pinned(f"{_TC} L1075 TransformerConfig.cuda_graph_impl", f"{_TC} L776"),
        choices=("local", "transformer_engine", "none"),
        note="Training.cuda_graphs: 'local' captures each layer's forward and backward (Megatron-Core's "

@@ -104,7 +104,7 @@ def _runs(sizes: list[int]) -> str:
 
 
 def pipeline_line(layout: Layout, model: Model) -> str | None:
-    """The layers per pipeline stage the estimate assumed (context.stage_layers) and, for Megatron-LM,
+    """The layers per pipeline stage the estimate assumed (advisor.inputs.pipeline.stage_layers) and, for Megatron-LM,
     the flags that make the framework run that split; None without a pipeline."""
     if layout.pp == 1:
         return None

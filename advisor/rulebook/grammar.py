@@ -22,14 +22,14 @@ __all__ = ["parse_condition", "render_message", "ID_RE", "LEAF_RE", "PLACEHOLDER
 # hang; the per-condition limits below keep each rule small and each error local to one rule.
 # Built-in rules use at most 2 `in` values, 5 branches, depth 3 and 44 characters per leaf.
 MAX_IN_VALUES = 64            # a third of the ruleset budget: three wide lists still fit one file
-MAX_BRANCHES = 64             # durable's alpha stack holds 64 matching siblings (error 303, research §4.5)
+MAX_BRANCHES = 64             # durable's alpha stack holds 64 matching siblings (error 303)
 MAX_CONDITION_DEPTH = 16      # above the 14 all/any groups durable allows, so only single-child chains hit it
 MAX_CONDITION_CHARS = 4096    # 64 quoted values of ~60 characters; checked before any regex runs
 ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)+$")
 LEAF_RE = re.compile(r"^\s*([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)\s*(==|!=|<=|>=|<|>|\bin\b)\s*(.+?)\s*$")
 # LEAF_RE is the documented grammar (it goes into the JSON schema, so it stays ECMA-compatible).
 # Matching it directly backtracks quadratically on long whitespace runs (a `when` padded with
-# 100k spaces took 29 s, reliability-probe finding 6). `_LEAF_LINEAR` accepts the same strings
+# 100k spaces took 29 s, measured). `_LEAF_LINEAR` accepts the same strings
 # with the same groups once the text is stripped (str.strip and \s agree on what whitespace is),
 # and its possessive quantifiers (Python >= 3.11) leave nothing to backtrack into.
 _LEAF_LINEAR = re.compile(r"([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)\s*+(==|!=|<=|>=|<|>|\bin\b)\s*+(.+)")
@@ -41,7 +41,7 @@ _FORMAT_PARTS = re.compile(r"[<>^]?([0-9]*),?(?:\.([0-9]+))?[dfg%]?")
 # Width aligns a value in a line of text (40 is half a terminal); precision 12 is already past
 # what any fact means (GiB, seconds, fractions) and leaves the 17 significant digits of a double
 # for the integer part. Unbounded, `{cluster.gpus:999999999}` put 1 GB in every answer and
-# `.2000000000f` aborted the process (reliability-probe finding 2).
+# `.2000000000f` aborted the process (measured).
 MAX_FORMAT_WIDTH = 40
 MAX_FORMAT_PRECISION = 12
 # Messages and fixes are one-line texts: the longest built-in message is 236 characters, the
@@ -149,7 +149,7 @@ def _check_type(spec, op: str, value: Any, node: str, where) -> None:
         ok = op in ("==", "!=", "in") and all(isinstance(v, str) for v in values)
         want = f"{spec.name} is a string: compare with ==, != or in against quoted strings"
     else:
-        # durable_rules coerces "16" == 16 and true == 1 (research §4.3): numbers only meet numbers.
+        # durable_rules coerces "16" == 16 and true == 1: numbers only meet numbers.
         ok = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
         want = f"{spec.name} is a number: compare against numbers"
     if not ok:

@@ -40,17 +40,17 @@ __all__ = ["Reference", "RuleSpec", "Rule", "RuleBook", "SiteFile", "load_rulebo
            "builtin_rules_dir", "parse_condition", "read_site_files", "render_message", "ruleset_name", "site_rulebook",
            "MAX_SITE_FILES", "MAX_SITE_RULES"]
 
-MAX_RULES_PER_FILE = MAX_RULES_PER_RULESET   # each file compiles to one ruleset: the engines' limit (durable-rules.md §4.5)
+MAX_RULES_PER_FILE = MAX_RULES_PER_RULESET   # each file compiles to one ruleset: the engines' limit (rulebook/compiled.py)
 MAX_RULE_FILE_BYTES = 512 * 1024       # 20x the largest built-in file (audit-megatron.toml, 25 KB)
 # Site rule files per call, and their rules together. Unbounded, 100 files of 60 rules cost 1.6 s a
-# call and 200 files 3.8 s (reliability probe, second pass); a site policy is a file or two of a
+# call and 200 files 3.8 s (measured); a site policy is a file or two of a
 # few dozen rules (docs/examples/site-policy.toml has 2); 16 files of 30 rules make a first call of
 # about 0.45 s, once per content (rulebook.session keeps it), then 66 ms against 25 ms without them
 # (benchmarks/site_rules.py).
 MAX_SITE_FILES = 16
 MAX_SITE_RULES = 480
 # Where tomllib's recursion gives out with the default recursion limit (1000): ~300 levels of
-# nested arrays or inline tables (measured, reliability-probe §2.3). Named in the error only.
+# nested arrays or inline tables (measured). Named in the error only.
 TOML_NESTING_HINT = 300
 class Reference(BaseModel):
     """A citation: a paper (title + url), or code (title + repo path)."""
@@ -157,7 +157,7 @@ def _read_capped(path: Path) -> bytes:
     """At most MAX_RULE_FILE_BYTES of a regular file. The size is checked on the bytes actually
     read (st_size is 0 for /dev/zero, which was read until the machine ran out of memory), and
     anything but a regular file is refused before reading: O_NONBLOCK keeps the open of a FIFO
-    with no writer from blocking forever (reliability-probe finding 3)."""
+    with no writer from blocking forever."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     try:
         mode = os.fstat(fd).st_mode
@@ -197,7 +197,7 @@ def _parse_toml(path: Path, data: bytes) -> dict[str, Any]:
         raise RuleFileError(str(path), None, "toml", str(exc), "valid TOML") from None
     except RecursionError:
         # tomllib recurses once per nesting level and hits Python's recursion limit at ~300
-        # levels of arrays/inline tables (reliability-probe finding 9).
+        # levels of arrays/inline tables (measured).
         raise RuleFileError(str(path), None, "toml", f"nesting deeper than {TOML_NESTING_HINT} levels",
                             "TOML nested a few levels deep (rule conditions allow at most "
                             f"{MAX_CONDITION_DEPTH})") from None

@@ -1,5 +1,5 @@
 """The pure-Python engine: evaluates compiled rules with durable's firing order, and `explain`,
-the per-leaf view behind "why did this rule not fire" (research §7.4; durable has no hook for it,
+the per-leaf view behind "why did this rule not fire" (durable has no hook for it,
 so it is always computed here). Pure and thread-safe."""
 
 from __future__ import annotations
@@ -187,7 +187,7 @@ class PythonEngine:
     """Evaluates compiled rulesets in pure Python, with durable's firing order.
 
     Each evaluation asserts one fact, so each rule fires at most once; the fired list is in
-    ascending `pri`, ties in definition order (durable's agenda, research §2.2). Immutable after
+    ascending `pri`, ties in definition order (durable's agenda). Immutable after
     construction, hence thread-safe.
     """
 
