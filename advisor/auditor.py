@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ._version import __version__
-from .costmodel import Assumptions, estimate, memory_only
+from .costmodel import estimate, memory_only
 from .costmodel.assumptions import as_assumptions
 from .costmodel.context import is_shape_error
 from .errors import EngineError, EstimateError, InputError, UnknownEngineError
@@ -24,7 +24,7 @@ from .inputs.coerce import (ENGINE_WANT, as_cluster, as_engine_name, as_layout, 
 from .inputs.layout import Layout
 from .inputs.specs import Cluster, Model, Training, resolve_training
 from .results.audit import SEVERITY_ORDER, Audit, Finding, Screening
-from .results.trace import Trace, TraceEvent, fired_events, input_summary
+from .results.trace import AuditResult, Trace, TraceEvent, fired_events, input_summary
 from .rulebook.actions import Decisions, ReportFinding
 from .rulebook.load import RuleBook, render_message
 from .rulebook.engines import select_engine
@@ -194,9 +194,9 @@ def _audit_trace(book: RuleBook, case: LayoutCase, notes: list[str], facts: dict
     events = [TraceEvent(seq=i, op="input", message=note) for i, note in enumerate(notes, 1)]
     # layout rules report findings only: the Decisions they fold into are not read
     events += fired_events(book, fired, facts, Decisions(), len(events) + 1)
-    summary = input_summary(case.cluster, case.model, case.training, tuple(rules), changed_for_trace(case.assumptions))
-    summary["layout"] = case.layout.id          # Layout.parse reads it back, framework included
+    summary = input_summary(case.cluster, case.model, case.training, tuple(rules), changed_for_trace(case.assumptions),
+                            layout=case.layout.id)     # Layout.parse reads it back, framework included
     errors = [f.rule_id for f in findings if f.severity == "error"]
     warnings = [f.rule_id for f in findings if f.severity == "warning"]
     return Trace(decision="audit", advisor_version=__version__, engine=engine_name, ruleset_revision=book.revision,
-                 input=summary, result={"ok": not errors, "errors": errors, "warnings": warnings}, events=events)
+                 input=summary, result=AuditResult(ok=not errors, errors=errors, warnings=warnings), events=events)
