@@ -139,7 +139,7 @@ def situation_decisions(book, facts: dict, engine: str | None, first_seq: int = 
 
 
 # The planner's notes the account repeats, by the words the planner writes them with.
-# TODO(issue 35, planner owner): PlanEvent carries its kind (planner/messages.py's near-tie preference
+# TODO(the planner refactor): PlanEvent carries its kind (planner/messages.py's near-tie preference
 # note: "preference"; its count of what fit: "search"; planner/families.py's move to the other family:
 # "family_move"), and this falls back to nothing.
 _PLANNER_NOTE_WORDS = ((OVER_PREFERENCE, "preference"), ("layouts fit", "search"), ("overrides rule", "family_move"))

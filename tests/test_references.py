@@ -1,5 +1,6 @@
 """Every reference in code, rule files and docs resolves: a repository file a comment, docstring, rule or
-page names exists, and a dotted `advisor.x.y` name imports (a module, or an attribute of one). The
+page names exists, a dotted `advisor.x.y` name imports (a module, or an attribute of one), and no code or
+rule file points to this project's issues, which are not in the repository. The
 research notes and the seed article the project grew from are not in the repository, so a pointer to
 them does not resolve either."""
 
@@ -20,6 +21,11 @@ SCANNED = [*sorted((ROOT / "advisor").rglob("*.py")), *sorted((ROOT / "rules").r
 _FILE = re.compile(r"(?<![\w/.@-])((?:advisor|rules|docs|tests|benchmarks|schemas|research|seed|shared)/"
                    r"[\w./-]*[\w-]\.(?:py|toml|md|json|txt|csv|cfg|ini))\b")
 _MODULE = re.compile(r"(?<![\w./-])advisor(?:\.[A-Za-z_]\w*)+")
+# The same names written from inside the package ("costmodel.context.resolve", "results.render.story"),
+# and the cost model's context module by its short name, as comments name them.
+_SHORT = re.compile(r"(?<![\w./-])((?:costmodel|rulebook|results|inputs|planner|export|measure|capacity_plan|facts|api|"
+                    r"auditor)(?:\.[A-Za-z_]\w*)+)")
+_CONTEXT = re.compile(r"(?<![\w./-])context\.([A-Za-z_]\w*)")
 _LINK = re.compile(r"\]\(([^)#:\s]+)(?:#[^)]*)?\)")      # a relative Markdown link
 
 # TODO(issue 35): references in files whose owners fix them in their own branches (planner, CLI,
@@ -43,6 +49,11 @@ _OTHER_REPO = re.compile(r"(?<![\w/.-])(?!(?:advisor|rules|docs|tests|benchmarks
                          r"(?:@[0-9a-f]{6,40})?:?\s")
 
 
+# An issue number of this project: the issues are not in the repository ("issue 17"); another
+# repository's issue names that repository on the same line ("NVIDIA/nccl-tests issue 150").
+_ISSUE = re.compile(r"\b[Ii]ssues? #?[0-9]+")
+
+
 def _refs(path: Path) -> list[tuple[str, str]]:
     """(kind, reference) for every repository file, module path and relative link the file names."""
     text = path.read_text(encoding="utf-8")
@@ -52,6 +63,12 @@ def _refs(path: Path) -> list[tuple[str, str]]:
         if not _OTHER_REPO.search(line):
             found.append(("file", m.group(1)))
     found += [("module", m.rstrip(".")) for m in _MODULE.findall(text)]
+    found += [("module", "advisor." + m) for m in _SHORT.findall(text) if not re.search(r"\.(py|toml|md|json|txt)$", m)]
+    found += [("module", "advisor.costmodel.context." + m) for m in _CONTEXT.findall(text) if m not in ("py", "md")]
+    for m in _ISSUE.finditer(text):
+        line = text[text.rfind("\n", 0, m.start()) + 1:text.find("\n", m.end()) % (len(text) + 1)]
+        if path.suffix != ".md" and not _OTHER_REPO.search(line + " ") and "github.com" not in line:
+            found.append(("issue", m.group(0)))
     if path.suffix == ".md":
         found += [("link", m) for m in _LINK.findall(text) if not m.startswith(("http", "mailto"))]
     return found
@@ -82,6 +99,8 @@ def unresolved() -> list[str]:
                 ok = (ROOT / ref).exists()
             elif kind == "link":
                 ok = (path.parent / ref).exists()
+            elif kind == "issue":
+                ok = False
             else:
                 ok = _resolves(ref)
             if not ok:
@@ -96,10 +115,14 @@ def test_every_reference_resolves():
 
 @pytest.mark.parametrize("text, want", [
     ("see advisor/facts.py", [("file", "advisor/facts.py")]),
+    ("as issue 17 ruled", [("issue", "issue 17")]),
+    ("NVIDIA/nccl-tests issue #150", []),
     ('path = "NVIDIA/Megatron-LM: docs/user-guide/x.md"', []),
     ("deepseek-ai/DeepEP@5eb0722 tests/test_hybrid_ep.py", []),
     ("(research/durable-rules.md §4)", [("file", "research/durable-rules.md")]),
     ("advisor.costmodel.context.resolve.", [("module", "advisor.costmodel.context.resolve")]),
+    ("(results.render.story)", [("module", "advisor.results.render.story")]),
+    ("the split (context.stage_layers)", [("module", "advisor.costmodel.context.stage_layers")]),
 ])
 def test_the_scan_finds_references(tmp_path, text, want):
     page = tmp_path / "x.py"
@@ -110,4 +133,5 @@ def test_the_scan_finds_references(tmp_path, text, want):
 def test_a_missing_file_or_module_does_not_resolve():
     assert not (ROOT / "research/durable-rules.md").exists()
     assert not _resolves("advisor.estimate.memory") and _resolves("advisor.costmodel.memory")
+    assert not _resolves("advisor.costmodel.context.no_such_term") and _resolves("advisor.costmodel.context.resolve")
     assert not _resolves("advisor.facts.no_such_fact") and _resolves("advisor.facts.build_facts")

@@ -422,7 +422,7 @@ class DurableEngine:
             sid = _new_sid()
             trace = _Trace(self.max_firings)
             proc.traces[sid] = trace
-            # explicit unique id (durable issue #376); only the fields the conditions test (check_fact has
+            # explicit unique id (jruizgit/rules issue #376, durable_rules); only the fields the conditions test (check_fact has
             # checked each is there): the actions record rule ids only, and durable's JSON round
             # trip of an audit's few hundred facts was most of the audit's time
             doc = {"kind": FACT_KIND, "id": sid, "sid": sid}
