@@ -15,7 +15,7 @@ from ._version import __version__
 from .auditor import audit as audit_layout
 from .auditor import call_options, changed_for_trace, check_finite, layout_findings, layout_screening
 from .costmodel.assumptions import as_assumptions
-from .facts import Versus, build_facts, zero_only_fits
+from .facts import LayoutCase, Versus, build_facts, zero_only_fits
 from .inputs.coerce import as_cluster, as_model, as_training
 from .inputs.specs import resolve_training
 from .inputs.units import registry
@@ -26,8 +26,9 @@ from .planner.ranking import NEAR_TIE
 from .results.audit import Audit
 from .results.comparison import Comparison, compared_layouts
 from .results.recommendation import Alternative, ChecklistItem, Recommendation
-from .results.render import named_layout
-from .results.trace import Trace, TraceEvent, fired_events, input_summary, not_fired_events
+from .results.render import OVER_PREFERENCE, named_layout
+from .results.trace import (RecommendResult, Trace, TraceEvent, decision_records, fired_events, input_summary,
+                            not_fired_events)
 from .rulebook.actions import Decisions
 from .rulebook.session import evaluate_rules, rulebook_for
 
@@ -137,6 +138,39 @@ def situation_decisions(book, facts: dict, engine: str | None, first_seq: int = 
     return decisions, fired_events(book, fired, facts, decisions, first_seq), fired, engine_name
 
 
+# The planner's notes the account repeats, by the words the planner writes them with.
+# TODO(the planner refactor): PlanEvent carries its kind (planner/messages.py's near-tie preference
+# note: "preference"; its count of what fit: "search"; planner/families.py's move to the other family:
+# "family_move"), and this falls back to nothing.
+_PLANNER_NOTE_WORDS = ((OVER_PREFERENCE, "preference"), ("layouts fit", "search"), ("overrides rule", "family_move"))
+
+
+def _planner_note_kind(e) -> str | None:
+    """What one planner `note` is about (TraceEvent.kind), for the notes the account repeats."""
+    if e.op != "note":
+        return None
+    stated = getattr(e, "kind", None)
+    if stated is not None:
+        return stated
+    return next((kind for words, kind in _PLANNER_NOTE_WORDS if words in e.message), None)
+
+
+def _planner_events(result, dropped: list[tuple[str, str]], first_seq: int) -> list[TraceEvent]:
+    """The trace events after the situation rules': the planner's, the checklist items left out, the choice."""
+    events = [TraceEvent(seq=seq, op=e.op, message=e.message, candidate=e.candidate, rule_id=e.rule_id,
+                         have=e.have, want=e.want, kind=_planner_note_kind(e))
+              for seq, e in enumerate(result.events, first_seq)]
+    events += [TraceEvent(seq=seq, op="note", rule_id=rule_id, message=message)
+               for seq, (rule_id, message) in enumerate(dropped, first_seq + len(events))]
+    if result.layout is not None:
+        est = result.estimate
+        events.append(TraceEvent(seq=first_seq + len(events), op="choose", candidate=result.layout.id,
+                                 message=f"est. step {est.step_time:.2f} s, MFU {est.mfu:.0%}, "
+                                         f"{est.memory.total / 2**30:.1f} of {est.memory.capacity / 2**30:.1f} GiB "
+                                         "per GPU"))
+    return events
+
+
 def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path, ...], engine: str | None,
                assumptions: Any, keep_ranking: bool):
     rules, engine = call_options(rules, engine)
@@ -162,32 +196,25 @@ def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path,
         mbs = layout.micro_batch_size if layout.tp * layout.pp > 1 else 0
         if mbs not in zero_fits:
             zero_fits[mbs] = mbs > 0 and zero_only_fits(cluster, model, layout, training, assumptions)
-        return layout_screening(book, cluster, model, training, layout, est.memory, facts, assumptions, zero_fits[mbs])
+        return layout_screening(book, LayoutCase(cluster, model, training, layout, est.memory, zero_fits[mbs],
+                                                 assumptions), facts)
 
     result = plan(cluster, model, training, decisions, screening, keep_ranking=keep_ranking, assumptions=assumptions)
     findings = []
     if result.layout is not None:
         check_finite(result.estimate, result.layout.id)     # never recommend an infinite step time
-        findings, _ = layout_findings(book, cluster, model, training, result.layout, result.estimate.memory, engine,
-                                      zero_only_fits(cluster, model, result.layout, training, assumptions),
-                                      assumptions=assumptions)
-    events += [TraceEvent(seq=seq, op=e.op, message=e.message, candidate=e.candidate, rule_id=e.rule_id,
-                          have=e.have, want=e.want) for seq, e in enumerate(result.events, len(events) + 1)]
+        case = LayoutCase(cluster, model, training, result.layout, result.estimate.memory,
+                          zero_only_fits(cluster, model, result.layout, training, assumptions), assumptions)
+        findings, _ = layout_findings(book, case, engine)
     checklist, dropped = _checklist(decisions, result.layout)
-    events += [TraceEvent(seq=seq, op="note", rule_id=rule_id, message=message)
-               for seq, (rule_id, message) in enumerate(dropped, len(events) + 1)]
-    if result.layout is not None:
-        est = result.estimate
-        events.append(TraceEvent(seq=len(events) + 1, op="choose", candidate=result.layout.id,
-                                 message=f"est. step {est.step_time:.2f} s, MFU {est.mfu:.0%}, "
-                                         f"{est.memory.total / 2**30:.1f} of {est.memory.capacity / 2**30:.1f} GiB "
-                                         "per GPU"))
+    events += _planner_events(result, dropped, len(events) + 1)
     status = "recommended" if result.layout is not None else "infeasible"
     trace = Trace(decision="recommend", advisor_version=__version__, engine=engine_name, ruleset_revision=book.revision,
                   input=input_summary(cluster, model, training, tuple(rules), changed_for_trace(assumptions)),
-                  result={"status": status, "framework": result.framework if result.layout else None,
-                          "layout": result.layout.id if result.layout else None},
-                  events=events, not_fired=not_fired_events(book, facts, fired, "situation"))
+                  result=RecommendResult(status=status, framework=result.framework if result.layout else None,
+                                         layout=result.layout.id if result.layout else None),
+                  events=events, decisions=decision_records(fired_trace),
+                  not_fired=not_fired_events(book, facts, fired, "situation"))
     return Recommendation(
         status=status,
         layout=result.layout,

@@ -9,21 +9,22 @@ layout still yields all of its findings instead of stopping at the first.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ._version import __version__
-from .costmodel import Assumptions, estimate, memory_only
+from .costmodel import estimate, memory_only
 from .costmodel.assumptions import as_assumptions
 from .costmodel.context import is_shape_error
 from .errors import EngineError, EstimateError, InputError, UnknownEngineError
-from .facts import Versus, build_layout_facts, zero_only_fits
+from .facts import LayoutCase, Versus, build_layout_facts, zero_only_fits
 from .inputs.coerce import (ENGINE_WANT, as_cluster, as_engine_name, as_layout, as_model, as_rule_paths, as_training,
                             resolve_layout)
 from .inputs.layout import Layout
 from .inputs.specs import Cluster, Model, Training, resolve_training
 from .results.audit import SEVERITY_ORDER, Audit, Finding, Screening
-from .results.trace import Trace, TraceEvent, fired_events, input_summary
+from .results.trace import AuditResult, Trace, TraceEvent, fired_events, input_summary
 from .rulebook.actions import Decisions, ReportFinding
 from .rulebook.load import RuleBook, render_message
 from .rulebook.engines import select_engine
@@ -105,12 +106,9 @@ def _finding_actions(book: RuleBook, fired: list[str]):
                 yield rule_id, rule, action
 
 
-def _judged(book: RuleBook, cluster: Cluster, model: Model, training: Training, layout: Layout, memory,
-            engine_name: str | None, zero_only_fits: bool, trusted: bool,
-            assumptions=None, versus: Versus | None = None) -> tuple[dict, list[str], str]:
+def _judged(book: RuleBook, case: LayoutCase, engine_name: str | None, trusted: bool) -> tuple[dict, list[str], str]:
     """The layout facts, the layout-scope rules that fired on them, and the engine's name."""
-    facts = build_layout_facts(cluster, model, training, layout, memory, zero_only_fits, assumptions=assumptions,
-                               versus=versus)
+    facts = build_layout_facts(case)
     fired, engine = evaluate_rules(book, facts, engine_name, scope="layout", trusted=trusted)
     return facts, fired, engine
 
@@ -125,29 +123,25 @@ def _findings(book: RuleBook, facts: dict, fired: list[str]) -> list[Finding]:
     return findings
 
 
-def layout_findings(book: RuleBook, cluster: Cluster, model: Model, training: Training, layout: Layout,
-                    memory, engine_name: str | None, zero_only_fits: bool = False,
-                    trusted: bool = False, assumptions=None) -> tuple[list[Finding], str]:
+def layout_findings(book: RuleBook, case: LayoutCase, engine_name: str | None,
+                    trusted: bool = False) -> tuple[list[Finding], str]:
     """Evaluate the layout-scope rules on one resolved layout; returns findings (sorted) and the engine name."""
-    facts, fired, engine = _judged(book, cluster, model, training, layout, memory, engine_name, zero_only_fits,
-                                   trusted, assumptions)
+    facts, fired, engine = _judged(book, case, engine_name, trusted)
     return _findings(book, facts, fired), engine
 
 
 def layout_errors(book: RuleBook, cluster: Cluster, model: Model, training: Training, layout: Layout, memory,
                   situation: dict | None = None, assumptions=None) -> list[tuple[str, str]]:
     """(rule id, message) of layout_findings' errors, on the pure-Python evaluator, in the same order."""
-    return list(layout_screening(book, cluster, model, training, layout, memory, situation, assumptions).errors)
+    case = LayoutCase(cluster, model, training, layout, memory, assumptions=assumptions)
+    return list(layout_screening(book, case, situation).errors)
 
 
-def layout_screening(book: RuleBook, cluster: Cluster, model: Model, training: Training, layout: Layout, memory,
-                     situation: dict | None = None, assumptions=None, zero_only_fits: bool = False) -> Screening:
+def layout_screening(book: RuleBook, case: LayoutCase, situation: dict | None = None) -> Screening:
     """The planner's screening of one candidate, on the pure-Python evaluator: (rule id, message) of
     layout_findings' errors and of its "advice"-tier warnings, each in firing order; no Finding is built.
-    `situation`: the situation facts (build_facts), built once per recommendation; `zero_only_fits`: the
-    fact check.zero_only_fits (facts.zero_only_fits), which the caller sizes."""
-    facts = build_layout_facts(cluster, model, training, layout, memory, zero_only_fits, situation=situation,
-                               assumptions=assumptions)
+    `situation`: the situation facts (build_facts), built once per recommendation."""
+    facts = build_layout_facts(case, situation)
     fired, _ = evaluate_rules(book, facts, "python", scope="layout", trusted=True)
     errors, advice = [], []
     for rule_id, rule, action in _finding_actions(book, fired):
@@ -182,28 +176,27 @@ def audit(cluster: Any, model: Any, layout: Any, training: Any = None, *,
     notes = [*notes, *([note] if note else []), *([versus.note()] if versus is not None else [])]
     if est is not None:
         check_finite(est, layout.id)
-    facts, fired, engine_name = _judged(book, cluster, model, training, layout, est.memory if est else None, engine,
-                                        zero_only_fits(cluster, model, layout, training, assumptions), trusted=False,
-                                        assumptions=assumptions, versus=versus)
+    case = LayoutCase(cluster, model, training, layout, est.memory if est else None,
+                      zero_only_fits(cluster, model, layout, training, assumptions), assumptions, versus)
+    facts, fired, engine_name = _judged(book, case, engine, trusted=False)
     findings = _findings(book, facts, fired)
     if layout.num_microbatches is None and training.global_batch_size % (layout.micro_batch_size * layout.dp) == 0:
         layout = layout.model_copy(update={"num_microbatches": training.global_batch_size
                                            // (layout.micro_batch_size * layout.dp)})
-    trace = _audit_trace(book, cluster, model, training, layout, notes, facts, fired, findings, engine_name,
-                         rules, assumptions)
+    trace = _audit_trace(book, replace(case, layout=layout), notes, facts, fired, findings, engine_name, rules)
     return Audit(layout=layout, cluster=cluster, model=model, training=training, findings=findings, estimates=est,
                  trace=trace)
 
 
-def _audit_trace(book: RuleBook, cluster: Cluster, model: Model, training: Training, layout: Layout,
-                 notes: list[str], facts: dict, fired: list[str], findings: list[Finding], engine_name: str,
-                 rules: tuple, assumptions: Assumptions | None) -> Trace:
+def _audit_trace(book: RuleBook, case: LayoutCase, notes: list[str], facts: dict, fired: list[str],
+                 findings: list[Finding], engine_name: str, rules: tuple) -> Trace:
+    """The audit's decision log: the notes on the inputs, the layout rules that fired, the outcome."""
     events = [TraceEvent(seq=i, op="input", message=note) for i, note in enumerate(notes, 1)]
     # layout rules report findings only: the Decisions they fold into are not read
     events += fired_events(book, fired, facts, Decisions(), len(events) + 1)
-    summary = input_summary(cluster, model, training, tuple(rules), changed_for_trace(assumptions))
-    summary["layout"] = layout.id          # Layout.parse reads it back, framework included
+    summary = input_summary(case.cluster, case.model, case.training, tuple(rules), changed_for_trace(case.assumptions),
+                            layout=case.layout.id)     # Layout.parse reads it back, framework included
     errors = [f.rule_id for f in findings if f.severity == "error"]
     warnings = [f.rule_id for f in findings if f.severity == "warning"]
     return Trace(decision="audit", advisor_version=__version__, engine=engine_name, ruleset_revision=book.revision,
-                 input=summary, result={"ok": not errors, "errors": errors, "warnings": warnings}, events=events)
+                 input=summary, result=AuditResult(ok=not errors, errors=errors, warnings=warnings), events=events)

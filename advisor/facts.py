@@ -27,7 +27,7 @@ from .inputs.precision import megatron_adam_dtypes, recipe
 from .inputs.specs import Cluster, Model, Training
 from .inputs.uncertainty import memory_headroom
 
-__all__ = ["FactSpec", "CATALOGUE", "LAYOUT_GROUPS", "Versus", "COMPARED_WITH", "build_facts", "build_layout_facts",
+__all__ = ["FactSpec", "CATALOGUE", "LAYOUT_GROUPS", "Versus", "COMPARED_WITH", "LayoutCase", "build_facts", "build_layout_facts",
            "zero_only_fits",
            "state_bytes_per_param", "torchtitan_layers_per_stage", "ZERO_ONLY_MAX_GPUS", "UNSTATED"]
 
@@ -297,7 +297,7 @@ ASSUMED = tuple(name.split(".", 1)[1] for name in CATALOGUE if name.startswith("
 
 def _round(x: float) -> float:
     # Facts are compared by rules and shown in messages; 4 decimals is plenty and keeps the
-    # engine's JSON free of exponent-only floats (research/durable-rules.md §4.3).
+    # engine's JSON free of exponent-only floats (docs/architecture.md, the durable_rules traps).
     return round(x, 4)
 
 
@@ -306,8 +306,92 @@ def build_facts(cluster: Cluster, model: Model, training: Training) -> dict[str,
     if training.seq_len is None or training.global_batch_size is None:
         raise ValueError("build_facts needs a resolved Training (see resolve_training)")
     counts = count_parameters(model)
+    return {"cluster": _cluster_facts(cluster), "model": _model_facts(model, training, counts),
+            "training": _training_facts(training), "sizing": _sizing_facts(cluster, model, training, counts)}
+
+
+def _cluster_facts(cluster: Cluster) -> dict[str, Any]:
     gpu = cluster.gpu
     gpu_bytes = gpu.memory
+    node_gpus = cluster.gpus_in_node
+    return {
+        "gpus": cluster.gpus,
+        "gpus_per_node": cluster.gpus_per_node,
+        "nodes": cluster.nodes,
+        "nvlink_domain": min(cluster.nvlink_domain, cluster.gpus),
+        "multi_node": cluster.gpus > cluster.gpus_per_node,
+        "gpu_name": gpu.name,
+        "gpu_memory_gib": _round(gpu_bytes / GIB),
+        "node_memory_gib": _round(node_gpus * gpu_bytes / GIB),
+        "cluster_memory_gib": _round(cluster.gpus * gpu_bytes / GIB),
+        "host_memory_gib": _round(cluster.host_memory_per_node / GIB),
+        "inter_node_gbps": _round(cluster.inter_node_bandwidth * 8 / 1e9),
+        "nvlink_gbps": _round(cluster.intra_node_bandwidth / 1e9),
+        "gpu_fp8": cluster.gpu.peak_flops_fp8 is not None,
+        "gpu_block_scaled": cluster.gpu.peak_flops_fp4 is not None,
+    }
+
+
+def _model_facts(model: Model, training: Training, counts) -> dict[str, Any]:
+    return {
+        "name": model.name,
+        "params": model.params,
+        "params_b": _round(model.params / 1e9),
+        "active_params_b": _round(counts.active / 1e9),
+        "layers": model.layers,
+        "hidden": model.hidden,
+        "heads": model.heads,
+        "kv_heads": model.kv_heads,
+        "vocab": model.vocab,
+        "is_moe": model.is_moe,
+        "experts": model.experts,
+        "experts_per_token": model.experts_per_token,
+        "max_position": model.max_position or model.seq_len or training.seq_len,
+        "position_embedding": model.position_embedding,
+        "rope_theta_integer": float(model.rope_theta or 10000.0).is_integer(),
+        "rope_scaling": model.rope_scaling,
+        "mla": model.mla is not None,
+        "sparse_attention": model.dsa_topk is not None,
+        "latent_moe": model.moe_latent_size is not None,
+        "mtp_layers": model.mtp_layers,
+        "mamba_layers": (model.hybrid_pattern or "").count("M"),
+        "gdn_layers": (model.hybrid_pattern or "").count("G"),
+        "parallel_mixers": model.parallel_mixers,
+        "gqa": model.kv_heads != model.heads,
+        "activation": model.activation,
+        "norm": model.norm,
+        "bias": model.bias,
+        "qkv_bias": model.qkv_bias and not model.bias,
+        "qk_norm": model.qk_norm,
+        "attention_output_gate": model.attention_output_gate,
+        "local_attention": model.sliding_window is not None or model.attention_chunk is not None,
+        "attention_sinks": model.attention_sinks,
+    }
+
+
+def _training_facts(training: Training) -> dict[str, Any]:
+    return {
+        "seq_len": training.seq_len,
+        "global_batch_size": training.global_batch_size,
+        "tokens_per_step": training.seq_len * training.global_batch_size,
+        "precision": training.precision,
+        "flash_attention": training.flash_attention,
+        "cuda_graphs": training.cuda_graphs,
+        "optimizer": training.optimizer,
+        "master_weights": training.master_weights,
+        "task": training.task,
+        "frozen_base": training.frozen_base,
+        "framework": training.framework or UNSTATED,
+        "framework_version": training.framework_version or UNSTATED,
+        "framework_release": release_number(training.framework_version),
+        "gemm_format": recipe(training.precision).gemm,
+        "precision_needs": recipe(training.precision).needs or "none",
+    }
+
+
+def _sizing_facts(cluster: Cluster, model: Model, training: Training, counts) -> dict[str, Any]:
+    """Model-state bytes against one GPU, one node and the cluster, and whether one layer fits."""
+    gpu_bytes = cluster.gpu.memory
     node_gpus = cluster.gpus_in_node
     per_param = state_bytes_per_param(training.precision, training.optimizer, training.master_weights, model.hidden)
     full_states = model.params * per_param
@@ -317,85 +401,16 @@ def build_facts(cluster: Cluster, model: Model, training: Training) -> dict[str,
         states = finetune_state_bytes(model, counts, training, per_param)
         layer_states *= states / full_states
     return {
-        "cluster": {
-            "gpus": cluster.gpus,
-            "gpus_per_node": cluster.gpus_per_node,
-            "nodes": cluster.nodes,
-            "nvlink_domain": min(cluster.nvlink_domain, cluster.gpus),
-            "multi_node": cluster.gpus > cluster.gpus_per_node,
-            "gpu_name": gpu.name,
-            "gpu_memory_gib": _round(gpu_bytes / GIB),
-            "node_memory_gib": _round(node_gpus * gpu_bytes / GIB),
-            "cluster_memory_gib": _round(cluster.gpus * gpu_bytes / GIB),
-            "host_memory_gib": _round(cluster.host_memory_per_node / GIB),
-            "inter_node_gbps": _round(cluster.inter_node_bandwidth * 8 / 1e9),
-            "nvlink_gbps": _round(cluster.intra_node_bandwidth / 1e9),
-            "gpu_fp8": cluster.gpu.peak_flops_fp8 is not None,
-            "gpu_block_scaled": cluster.gpu.peak_flops_fp4 is not None,
-        },
-        "model": {
-            "name": model.name,
-            "params": model.params,
-            "params_b": _round(model.params / 1e9),
-            "active_params_b": _round(counts.active / 1e9),
-            "layers": model.layers,
-            "hidden": model.hidden,
-            "heads": model.heads,
-            "kv_heads": model.kv_heads,
-            "vocab": model.vocab,
-            "is_moe": model.is_moe,
-            "experts": model.experts,
-            "experts_per_token": model.experts_per_token,
-            "max_position": model.max_position or model.seq_len or training.seq_len,
-            "position_embedding": model.position_embedding,
-            "rope_theta_integer": float(model.rope_theta or 10000.0).is_integer(),
-            "rope_scaling": model.rope_scaling,
-            "mla": model.mla is not None,
-            "sparse_attention": model.dsa_topk is not None,
-            "latent_moe": model.moe_latent_size is not None,
-            "mtp_layers": model.mtp_layers,
-            "mamba_layers": (model.hybrid_pattern or "").count("M"),
-            "gdn_layers": (model.hybrid_pattern or "").count("G"),
-            "parallel_mixers": model.parallel_mixers,
-            "gqa": model.kv_heads != model.heads,
-            "activation": model.activation,
-            "norm": model.norm,
-            "bias": model.bias,
-            "qkv_bias": model.qkv_bias and not model.bias,
-            "qk_norm": model.qk_norm,
-            "attention_output_gate": model.attention_output_gate,
-            "local_attention": model.sliding_window is not None or model.attention_chunk is not None,
-            "attention_sinks": model.attention_sinks,
-        },
-        "training": {
-            "seq_len": training.seq_len,
-            "global_batch_size": training.global_batch_size,
-            "tokens_per_step": training.seq_len * training.global_batch_size,
-            "precision": training.precision,
-            "flash_attention": training.flash_attention,
-            "cuda_graphs": training.cuda_graphs,
-            "optimizer": training.optimizer,
-            "master_weights": training.master_weights,
-            "task": training.task,
-            "frozen_base": training.frozen_base,
-            "framework": training.framework or UNSTATED,
-            "framework_version": training.framework_version or UNSTATED,
-            "framework_release": release_number(training.framework_version),
-            "gemm_format": recipe(training.precision).gemm,
-            "precision_needs": recipe(training.precision).needs or "none",
-        },
-        "sizing": {
-            "states_gib": _round(states / GIB),
-            "full_states_gib": _round(full_states / GIB),
-            "states_gpu_ratio": _round(states / gpu_bytes),
-            "states_node_ratio": _round(states / (node_gpus * gpu_bytes)),
-            "states_cluster_ratio": _round(states / (cluster.gpus * gpu_bytes)),
-            "full_states_cluster_ratio": _round(full_states / (cluster.gpus * gpu_bytes)),
-            "states_fit_gpu": states <= gpu_bytes,
-            "states_fit_node": states <= node_gpus * gpu_bytes,
-            "layer_gib": _round(layer_states / GIB),
-            "layer_fits_gpu": layer_states <= gpu_bytes,
-        },
+        "states_gib": _round(states / GIB),
+        "full_states_gib": _round(full_states / GIB),
+        "states_gpu_ratio": _round(states / gpu_bytes),
+        "states_node_ratio": _round(states / (node_gpus * gpu_bytes)),
+        "states_cluster_ratio": _round(states / (cluster.gpus * gpu_bytes)),
+        "full_states_cluster_ratio": _round(full_states / (cluster.gpus * gpu_bytes)),
+        "states_fit_gpu": states <= gpu_bytes,
+        "states_fit_node": states <= node_gpus * gpu_bytes,
+        "layer_gib": _round(layer_states / GIB),
+        "layer_fits_gpu": layer_states <= gpu_bytes,
     }
 
 
@@ -429,35 +444,65 @@ def release_number(version: str | None) -> int:
     return int(numbers[0]) * 1000 + (int(numbers[1]) if len(numbers) > 1 else 0)
 
 
-def build_layout_facts(cluster: Cluster, model: Model, training: Training, layout, memory=None,
-                       zero_only_fits: bool = False, situation: dict | None = None,
-                       assumptions=None, versus: Versus | None = None) -> dict[str, dict[str, Any]]:
+@dataclass(frozen=True)
+class LayoutCase:
+    """One layout judged in its situation: what `build_layout_facts` reads. `layout.dp` must be set.
+    `memory`: the cost model's MemoryEstimate, or None when it could not be computed. `zero_only_fits`:
+    the fact check.zero_only_fits (`zero_only_fits()`), which the caller sizes. `versus`: the advisor's
+    own pick for the same situation, for the `versus.*` facts (else compared is false)."""
+    cluster: Cluster
+    model: Model
+    training: Training
+    layout: Layout
+    memory: Any = None
+    zero_only_fits: bool = False
+    assumptions: Assumptions | None = None
+    versus: Versus | None = None
+
+
+def build_layout_facts(case: LayoutCase, situation: dict | None = None) -> dict[str, dict[str, Any]]:
     """Situation facts plus the `layout.*` and `check.*` groups for one layout under audit.
 
-    `layout.dp` must be set. Every quotient guards its divisor, so an illegal layout still yields
-    facts (and every finding at once) instead of an exception. `memory` is the cost model's
-    MemoryEstimate, or None when it could not be computed. `situation`: build_facts(cluster, model,
-    training) when the caller already has it (its groups are shared, not copied: read-only). `versus`:
-    the advisor's own pick for the same situation, for the `versus.*` facts (else compared is false).
+    Every quotient guards its divisor, so an illegal layout still yields facts (and every finding at
+    once) instead of an exception. `situation`: build_facts(cluster, model, training) when the caller
+    already has it (its groups are shared, not copied: read-only).
     """
+    cluster, model, training, layout = case.cluster, case.model, case.training, case.layout
     facts = build_facts(cluster, model, training) if situation is None else dict(situation)
-    L = layout
+    facts["layout"] = _layout_group(layout, training)
+    facts["check"] = _check_facts(case, facts["model"]["max_position"], facts["layout"]["num_microbatches"])
+    assumptions = case.assumptions if case.assumptions is not None else Assumptions()
+    facts["assume"] = {name: getattr(assumptions, name) for name in ASSUMED}
+    facts["versus"] = case.versus.facts() if case.versus is not None else dict(_NOT_COMPARED)
+    facts["check"]["activation_offload_all_layers"] = assumptions.activation_offload_layers >= model.layers
+    facts["check"]["megatron_adam_expressible"] = megatron_adam_dtypes(assumptions.megatron_optimizer_bytes,
+                                                                       training.precision) is not None
+    return facts
+
+
+def _layout_group(L: Layout, training: Training) -> dict[str, Any]:
+    """The `layout.*` facts: the degrees and switches as given; num_microbatches derived from the batch
+    when unset (0 when the batch is smaller than one micro-batch per replica)."""
+    gbs, mbs, dp = training.global_batch_size, L.micro_batch_size, L.dp
+    derived_m = gbs // (mbs * dp) if gbs >= mbs * dp else 0
+    return {
+        "framework": L.framework, "tp": L.tp, "pp": L.pp, "dp": dp, "cp": L.cp, "ep": L.ep, "etp": L.etp or L.tp,
+        "vpp": L.vpp, "sp": L.sp, "overlap_p2p_comm": L.overlap_p2p_comm, "zero_stage": L.zero_stage,
+        "micro_batch_size": mbs, "num_microbatches": L.num_microbatches or derived_m, "recompute": L.recompute,
+        "offload": L.offload, "offload_device": L.offload_device,
+    }
+
+
+def _check_facts(case: LayoutCase, max_position: int, m: int) -> dict[str, Any]:
+    """The `check.*` facts: the divisibility, fit and size checks the audit rules compare."""
+    cluster, model, training, L = case.cluster, case.model, case.training, case.layout
     tp, pp, cp, dp, ep, vpp = L.tp, L.pp, L.cp, L.dp, L.ep, L.vpp
     etp = L.etp or tp
     gbs, seq, mbs = training.global_batch_size, training.seq_len, L.micro_batch_size
-    derived_m = gbs // (mbs * dp) if gbs >= mbs * dp else 0
-    m = L.num_microbatches or derived_m
-    facts["layout"] = {
-        "framework": L.framework, "tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "etp": etp, "vpp": vpp,
-        "sp": L.sp, "overlap_p2p_comm": L.overlap_p2p_comm, "zero_stage": L.zero_stage,
-        "micro_batch_size": mbs, "num_microbatches": m, "recompute": L.recompute,
-        "offload": L.offload, "offload_device": L.offload_device,
-    }
     per_stage = model.layers // pp
-    headroom = memory_headroom(training)
     dp_shard = dp if L.zero_stage >= 1 else 1      # advisor.export.torchtitan: ZeRO 1-3 run as FSDP
     pad = 128 * tp
-    facts["check"] = {
+    return {
         "world": tp * pp * cp * dp,
         "world_matches": tp * pp * cp * dp == cluster.gpus,
         "world_mod_mp": cluster.gpus % (tp * pp * cp),
@@ -498,9 +543,18 @@ def build_layout_facts(cluster: Cluster, model: Model, training: Training, layou
         "bubble_percent": _round(100 * (pp - 1) / (vpp * m)) if m else 100.0,
         "vocab_padded": -(-model.vocab // pad) * pad,
         "vocab_padding": -(-model.vocab // pad) * pad - model.vocab,
-        "seq_exceeds_max_position": seq > facts["model"]["max_position"],
+        "seq_exceeds_max_position": seq > max_position,
         "tp_exceeds_nvlink_domain": tp > cluster.nvlink_domain,
         "ep_tp_exceeds_nvlink_domain": etp * ep > cluster.nvlink_domain,
+        **_memory_facts(case),
+        "zero_only_fits": case.zero_only_fits,
+    }
+
+
+def _memory_facts(case: LayoutCase) -> dict[str, Any]:
+    """The memory `check.*` facts: the estimate against the GPU, and the headroom the audit allows."""
+    cluster, memory, headroom = case.cluster, case.memory, memory_headroom(case.training)
+    return {
         "memory_known": memory is not None,
         "memory_fits": bool(memory.fits) if memory is not None else True,
         "memory_gib": _round(memory.total / GIB) if memory is not None else 0.0,
@@ -509,16 +563,7 @@ def build_layout_facts(cluster: Cluster, model: Model, training: Training, layou
         "memory_headroom_percent": _round(100 * headroom),
         "memory_tight": memory is not None and bool(memory.fits) and memory.total > (1 - headroom) * memory.capacity,
         "host_fits": bool(memory.host_fits) if memory is not None else True,
-        "zero_only_fits": zero_only_fits,
     }
-    if assumptions is None:
-        assumptions = Assumptions()
-    facts["assume"] = {name: getattr(assumptions, name) for name in ASSUMED}
-    facts["versus"] = versus.facts() if versus is not None else dict(_NOT_COMPARED)
-    facts["check"]["activation_offload_all_layers"] = assumptions.activation_offload_layers >= model.layers
-    facts["check"]["megatron_adam_expressible"] = megatron_adam_dtypes(assumptions.megatron_optimizer_bytes,
-                                                                       training.precision) is not None
-    return facts
 
 
 def zero_only_fits(cluster: Cluster, model: Model, layout: Layout, training: Training, assumptions=None) -> bool:

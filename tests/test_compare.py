@@ -11,7 +11,7 @@ import pytest
 
 import advisor
 from advisor.cli import main
-from advisor.facts import Versus, build_layout_facts
+from advisor.facts import LayoutCase, Versus, build_layout_facts
 from advisor.inputs.layout import Layout
 from advisor.planner.ranking import NEAR_TIE
 
@@ -68,10 +68,10 @@ def test_versus_facts_say_beyond_the_band_only_past_it():
     training = advisor.Training(seq_len=8192, global_batch_size=512)
     layout = Layout.parse(PICK)
     for step, beyond in ((100.0 * (1 + NEAR_TIE) - 0.01, False), (100.0 * (1 + NEAR_TIE) + 0.01, True)):
-        facts = build_layout_facts(cluster, model, training, layout,
-                                   versus=Versus(pick="x", pick_step=100.0, step=step, band=NEAR_TIE))
+        facts = build_layout_facts(LayoutCase(cluster, model, training, layout,
+                                              versus=Versus(pick="x", pick_step=100.0, step=step, band=NEAR_TIE)))
         assert facts["versus"]["beyond_band"] is beyond and facts["versus"]["compared"] is True
-    assert build_layout_facts(cluster, model, training, layout)["versus"]["compared"] is False
+    assert build_layout_facts(LayoutCase(cluster, model, training, layout))["versus"]["compared"] is False
 
 
 def test_cli_audit_compares_by_default():

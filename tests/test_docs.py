@@ -142,3 +142,35 @@ def test_user_guide_shows_the_example_files_verbatim(name):
     guide = (DOCS / "user-guide.md").read_text(encoding="utf-8")
     assert (DOCS / "examples" / name).read_text(encoding="utf-8") in guide, \
         f"docs/user-guide.md no longer shows docs/examples/{name} as it is"
+
+
+def _walk_section() -> str:
+    text = (Path(__file__).resolve().parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    start = text.index("## The reviewer's walk")
+    return text[start:text.index("\n## ", start + 1)]
+
+
+def test_the_reviewers_walk_is_short_and_names_what_exists():
+    """docs/architecture.md's walk of recommend(): under 60 lines, and every dotted name and file it
+    mentions exists (a module, or an attribute of one; a path in the repository)."""
+    import importlib
+    import re
+    section = _walk_section()
+    assert len(section.splitlines()) < 60
+    root = Path(__file__).resolve().parents[1]
+    names = re.findall(r"`(advisor(?:\.\w+)+)`", section)
+    files = re.findall(r"`((?:advisor|rules|tests|docs)/[\w./*-]*)`", section)
+    assert len(names) >= 20 and files
+    for name in names:
+        parts = name.split(".")
+        for n in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:n]))
+                break
+            except ImportError:
+                continue
+        for attr in parts[n:]:
+            assert hasattr(obj, attr), f"{name}: {attr} not found"
+            obj = getattr(obj, attr)
+    for f in files:
+        assert list(root.glob(f)), f"{f} does not exist"

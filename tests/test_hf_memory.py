@@ -154,7 +154,7 @@ def test_peft_export_writes_dropout_targets_and_optim():
 
 def test_trace_echoes_a_stated_optimizer_and_master():
     r = advisor.recommend(H200, LLAMA8B, _train(task="sft", optimizer="adamw-8bit", master_weights="none"))
-    assert r.trace.input["optimizer"] == "adamw-8bit"
-    assert r.trace.input["master_weights"] == "none"
+    assert r.trace.input.optimizer == "adamw-8bit"
+    assert r.trace.input.master_weights == "none"
     plain = advisor.recommend(H200, LLAMA8B, _train(task="sft"))
-    assert "optimizer" not in plain.trace.input
+    assert plain.trace.input.optimizer is None

@@ -12,7 +12,7 @@ import advisor
 from advisor import Cluster, Training
 from advisor.api import recommend_with_ranking
 from advisor.auditor import layout_screening
-from advisor.facts import build_facts, zero_only_fits
+from advisor.facts import LayoutCase, build_facts, zero_only_fits
 from advisor.planner.ranking import Ties
 from advisor.rulebook.session import rulebook_for
 
@@ -24,9 +24,8 @@ MODELS = ("llama-3-8b", "llama-3-70b", "llama-2-13b", "mixtral-8x7b", "qwen3-30b
 def advice_of(rec, layout, est) -> set[str]:
     """The rule ids of the audit's advice-tier warnings on one layout, as the planner screens it."""
     cluster, model, training = rec.cluster, rec.model, rec.training
-    screening = layout_screening(rulebook_for(()), cluster, model, training, layout, est.memory,
-                                 build_facts(cluster, model, training), None,
-                                 zero_only_fits(cluster, model, layout, training))
+    case = LayoutCase(cluster, model, training, layout, est.memory, zero_only_fits(cluster, model, layout, training))
+    screening = layout_screening(rulebook_for(()), case, build_facts(cluster, model, training))
     return None if screening.errors else {rule_id for rule_id, _ in screening.advice}
 
 

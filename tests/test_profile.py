@@ -78,7 +78,7 @@ def test_the_estimate_names_its_profile_and_the_trace_too():
                            Training(seq_len=4096, global_batch_size=64))
     assert "derived" in est.profile
     rec = advisor.recommend(Cluster(gpu="H200", gpus=8), "llama-3-8b", Training(seq_len=4096))
-    assert rec.trace.input["profile"] == "h200-2026-12 (measured)"
+    assert rec.trace.input.profile == "h200-2026-12 (measured)"
 
 
 def test_a_profile_file_is_read_and_a_bad_one_is_refused_by_field(tmp_path):

@@ -3,7 +3,7 @@
 import pytest
 
 from advisor import Cluster, Layout, Model, Training
-from advisor.facts import CATALOGUE, build_layout_facts
+from advisor.facts import CATALOGUE, LayoutCase, build_layout_facts
 from advisor.rulebook.engines import make_engine
 from advisor.rulebook.engines.durable import durable_available
 from advisor.rulebook.engines.python import evaluate
@@ -12,10 +12,10 @@ from advisor.rulebook.load import builtin_rulebook
 BOOK = builtin_rulebook()
 # The reference situation every example overrides: Llama-3-70B on 64 H100 at 8k, judged with a
 # legal Megatron layout (tp8 pp2 dp4, SP, distributed optimizer) that fits.
-REFERENCE = build_layout_facts(
+REFERENCE = build_layout_facts(LayoutCase(
     Cluster(gpu="H100-SXM-80GB", gpus=64), Model.preset("llama-3-70b"), Training(seq_len=8192, global_batch_size=512),
     Layout(framework="megatron", tp=8, pp=2, dp=4, sp=True, zero_stage=1), memory=None,
-)
+))
 # durable_rules does not import on Python 3.13+ (research/durable-rules.md §6.2): test what exists.
 ENGINES = {name: make_engine(BOOK.rulesets, name)
            for name in (("durable", "python") if durable_available() else ("python",))}

@@ -153,14 +153,14 @@ def test_unstated_framework_changes_no_recommendation():
         rec = _rec(cluster, model=model)
         assert _fired(rec).count("stack.unstated") == 1
         assert not any(r.startswith("stack.") and r != "stack.unstated" for r in _fired(rec))
-        assert "framework" not in rec.trace.input
+        assert rec.trace.input.framework is None
 
 
 # ----------------------------------------------------------------------------- the trace
 
 def test_trace_names_the_stated_framework_and_the_rule_that_applied_it():
     rec = _rec(H100x64, "hf-trl", "0.19.1")
-    assert rec.trace.input["framework"] == "hf-trl" and rec.trace.input["framework_version"] == "0.19.1"
+    assert rec.trace.input.framework == "hf-trl" and rec.trace.input.framework_version == "0.19.1"
     fire = next(e for e in rec.trace.events if e.op == "fire" and e.rule_id == "stack.hf-trl-sharded-data-parallel-only")
     assert "hf-trl" in fire.message and "0.19.1" in fire.message
     skipped = [e for e in rec.trace.events if e.op == "note" and "family model-parallel not searched" in e.message]

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import advisor
 from advisor.errors import InputError
-from advisor.facts import CATALOGUE, build_facts, build_layout_facts
+from advisor.facts import CATALOGUE, LayoutCase, build_facts, build_layout_facts
 from advisor.inputs.coerce import resolve_layout
 from advisor.inputs.specs import resolve_training
 from advisor.rulebook.engines.python import PythonEngine, evaluate
@@ -76,7 +76,7 @@ def test_situation_report_is_consistent_with_the_engine(gpus, model):
 def test_layout_report_is_consistent_with_the_engine(layout):
     c, m, t = situation()
     lay = resolve_layout(advisor.Layout(**layout), c)          # dp = gpus // (tp*pp*cp), as audit() does
-    facts = build_layout_facts(c, m, t, lay)
+    facts = build_layout_facts(LayoutCase(c, m, t, lay))
     fired, _ = evaluate_rules(BOOK, facts, scope="layout")
     check_consistent(facts, fired, "layout")
 

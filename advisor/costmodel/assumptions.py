@@ -1,7 +1,7 @@
 """`Assumptions`: every tunable number of the cost model, named, with where its default comes from.
 
 Peer tools disagree by up to 8x on activation memory because each silently picks a different set of
-terms (research/peers-measured.md §6, §8). Here every such choice is a field of one frozen model,
+terms. Here every such choice is a field of one frozen model,
 echoed back in every `Estimate`, so a reader can see exactly what was assumed and change it.
 
 Defaults marked "calibrated" were fitted against measured step times: `benchmarks/calibrate_throughput.py`
@@ -9,7 +9,8 @@ Defaults marked "calibrated" were fitted against measured step times: `benchmark
 2022 on A100, the Megatron-LM README H100 weak-scaling table, NeMo 24.07 H100 FP8 rows, BLOOM) and
 `benchmarks/calibrate_korthikanti.py` (Korthikanti et al. 2022 Table 5, which must stay within 15 %);
 the others are read from the named source, or are stated as an assumption when no public source pins
-them down.
+them down. Each field says what the knob means, its unit, its default and its source; the scans and
+measurements behind the defaults are in docs/evidence/assumptions.md.
 """
 
 from __future__ import annotations
@@ -77,15 +78,9 @@ class Assumptions(BaseModel):
     cost model gave FlashAttention before measured attention curves replaced it."""
 
     sustained_formats: tuple[Literal["bf16", "fp8", "fp4"], ...] = ("fp8", "fp4")
-    """GEMM formats priced at the profile's sustained rate (`Profile.sustained`: back-to-back GEMMs at
-    the power limit), the others at its burst curves. Measured on an H200 (benchmarks/measured/
-    h200-2026-12-04): 8 s of back-to-back 8192^3 GEMMs on random data reach 0.835 (bf16, SM clock 1455
-    MHz) and 0.831 (fp8, 1305 MHz: more power per clock) of a burst, at 683-685 W of the 700 W limit.
-    The dev data's FP8 steps (NeMo 24.07 H100 FP8; Megatron-Bridge 2025 FP8 on Hopper and Blackwell)
-    agree with the sustained FP8 rate and its bf16 steps with the burst rate (benchmarks/calibrate_2025.py
-    with ("bf16", "fp8", "fp4"): older file mean |log| 0.122), as if real bf16 operands stayed under the
-    power limit where random ones do not (random bf16 matrices run at 788 TFLOP/s, zeros at 894: the
-    device notes); an assumption until a training step's clock is measured."""
+    """GEMM formats priced at the profile's sustained rate (`Profile.sustained`, back-to-back GEMMs at
+    the power limit); the others at its burst curves. Default ("fp8", "fp4"): measured on an H200
+    (benchmarks/measured/h200-2026-12-04), checked with benchmarks/calibrate_2025.py. Evidence: docs/evidence/assumptions.md."""
 
     host_floor: bool = True
     """Price the host's time to issue each micro-batch's kernels (costmodel.kernels.host_layer_seconds
@@ -98,55 +93,29 @@ class Assumptions(BaseModel):
     (benchmarks/measured_h200.py scans it)."""
 
     expert_gemm_overhead: float = Field(2e-5, strict=True, ge=0, le=MAX_CALL_SECONDS)
-    """Seconds added, on top of the GEMM curve's time, to every GEMM call of a local routed expert (FC1
-    and FC2 of each of the experts / ep local experts, forward, data and weight gradient:
-    time._expert_gemm_calls). Transformer Engine's GroupedLinear, which Megatron-Core's
-    TEGroupedMLP (--moe-grouped-gemm) runs, does per-expert work that a dense layer's one GEMM does
-    not: on Blackwell it issues one cuBLAS GEMM per expert, round-robin over 4 streams
-    (NVIDIA/TransformerEngine@70f536662ae10a62a54f4ed1ba92e3314c5cfd69, tag v2.9,
-    transformer_engine/common/gemm/cublaslt_gemm.cu `multi_stream_cublas_gemm`; the CUTLASS grouped
-    GEMM of `nvte_multi_tensor_gemm` is Hopper-only and behind NVTE_USE_CUTLASS_GROUPED_GEMM), each
-    with its own launch and tail wave; it quantises each expert's slice separately except under
-    delayed scaling (pytorch/csrc/extensions/cast.cpp `multi_tensor_quantize_impl`: "only have fused
-    kernel for FP8 delayed scaling"; a current-scaling quantize is an amax, a scale and a cast kernel,
-    pytorch/csrc/quantizer.cpp), and loops over the experts in Python for the weight workspaces and
-    main-grad hooks (pytorch/module/grouped_linear.py). No microbenchmark of that overhead was found;
-    the value is the scan over every dev row (`python benchmarks/calibrate_2025.py --scan
-    expert_gemm_overhead=0,5e-6,1e-5,1.5e-5,2e-5,2.5e-5,3e-5,4e-5,5e-5`, with ep_nvlink_efficiency
-    0.55): 2025 mean |log| 0.176, 0.163, 0.151, 0.144, 0.140, 0.136, 0.135, 0.134, 0.138; within 15%
-    61% -> 74-79% from 1e-5; MoE within 20% 47% -> 74% at 2e-5 to 3e-5, 79% at 4e-5 to 5e-5; the
-    older file (dense) unchanged at 0.050. |log| is flat within 0.006 from 2e-5 to 5e-5 and the
-    lowest of the near-equals is kept: the larger values over-price the smallest experts (Qwen3-30B-A3B,
-    hidden 2048, expert FFN 768, on 8 B200 with CUDA graphs, which the cost model does not represent:
-    estimate/measured 0.85 at 2e-5, 0.73 at 3e-5). It is what makes few tokens per expert and many
-    local experts cost more than their FLOPs (EP 8 against EP 32-64 on the same model); a fixed cost
-    per call, not one that grows with the expert's size, is an assumption the 19 MoE rows cannot
-    test further."""
+    """Seconds added to every GEMM call of a local routed expert (FC1 and FC2, forward and both
+    backward GEMMs), for the per-expert work of Transformer Engine's GroupedLinear that a dense GEMM
+    does not do. Unit: seconds per call. Default 2e-5: calibrated, benchmarks/calibrate_2025.py --scan
+    expert_gemm_overhead. Evidence: docs/evidence/assumptions.md."""
 
     elementwise_traffic: float = Field(9.25, strict=True, ge=0, le=MAX_TRAFFIC_PER_BYTE)
-    """Megatron-Core with Transformer Engine: HBM bytes the element-wise kernels of a layer move
-    (forward + backward) per byte of the activations the layer stores (Korthikanti et al. 2022 §4.1's
-    tensors without the attention core and the dropout masks), timed at `hbm_efficiency` of HBM
-    bandwidth; the last stage adds the loss's fp32 logits at the same rate. Counting the kernels gives
-    3-4; the rest is what grows with tokens x hidden rather than FLOPs (kernel gaps, casts, small-kernel
-    bandwidth): the eager PyTorch stack's measured equivalent is the profile's `elementwise`.
-    Calibrated: the scan over both dev files with the measured curves (docs/calibration.md)."""
+    """HBM bytes the element-wise kernels of a layer move (forward + backward) per byte of the
+    activations it stores, timed at `hbm_efficiency` (Megatron-Core with Transformer Engine). Unit:
+    bytes per stored byte. Default 9.25: calibrated over both dev files (docs/calibration.md). Evidence: docs/evidence/assumptions.md."""
 
     flash_causal_fraction: float = Field(0.5, strict=True, ge=0.5, le=1)
-    """Share of the s x s attention-score FLOPs a causal FlashAttention kernel executes (it skips fully
-    masked blocks; Dao 2023, FlashAttention-2 §3.1). Model FLOPs for MFU still count the full s^2, as
-    Narayanan et al. 2021 Eq. 3 and Megatron-LM's MFU do. At least 0.5: a causal kernel computes the
-    whole lower triangle, (s + 1) / 2s of the scores; less would price attention below its FLOPs."""
+    """Share of the s x s attention-score FLOPs a causal FlashAttention kernel executes; MFU
+    still counts all s^2. Unit: fraction, at least 0.5. Default 0.5: Dao 2023, FlashAttention-2 §3.1
+    (fully masked blocks skipped). Evidence: docs/evidence/assumptions.md."""
 
     hbm_efficiency: float = Field(0.8, strict=True, ge=MIN_EFFICIENCY, le=1)
     """Fraction of the HBM bandwidth that memory-bound kernels (non-flash softmax/dropout, Adam step)
     reach. Assumption (STREAM-like kernels reach 80-90 % of datasheet bandwidth on A100/H100)."""
 
     softmax_bytes_per_score: float = Field(22.0, strict=True, ge=0, le=MAX_TRAFFIC_PER_BYTE * 2)
-    """HBM bytes moved per attention-score element, forward + backward, by the unfused (non-flash)
-    scale-mask-softmax-dropout chain: forward reads/writes the 2-byte scores and writes a 1-byte mask
-    (~9 B), backward re-reads them and writes the gradient (~13 B). Counted from the Korthikanti et al.
-    2022 §4.1 list of stored tensors (softmax output 2 B, dropout mask 1 B, dropout output 2 B)."""
+    """HBM bytes moved per attention-score element, forward + backward, by the unfused
+    scale-mask-softmax-dropout chain. Unit: bytes per score. Default 22: counted from Korthikanti
+    et al. 2022 §4.1's stored tensors (~9 B forward, ~13 B backward). Evidence: docs/evidence/assumptions.md."""
 
     optimizer_bytes_per_param: float = Field(30.0, strict=True, ge=0, le=MAX_TRAFFIC_PER_BYTE * 8)
     """HBM bytes the Adam step moves per locally-owned parameter: read fp32 master, grad, m, v (16 B),
@@ -172,18 +141,10 @@ class Assumptions(BaseModel):
     fused Adam keeps bf16 gradients (`optim.grad_sync_dtype=bf16`, NeMo docs mixed_precision.rst): 2."""
 
     megatron_optimizer_bytes: float = Field(12.0, strict=True, gt=0, le=MAX_STATE_BYTES)
-    """Bytes per parameter of Megatron's optimizer states in bf16/fp8 training, sharded over the
-    data-parallel group by the distributed optimizer (fp16 keeps its own 16). 12 = fp32 master
-    weights + fp32 Adam m and v: Megatron-Core's DistributedOptimizer (Megatron-LM docs
-    dist_optimizer.md), also under NeMo 1.x `optim.name: mcore_distributed_optim`, which ignores
-    `optim.dtype` (nemo/core/classes/modelPT.py `setup_megatron_optimization` builds its
-    OptimizerConfig without it). NeMo 1.x `optim.name: distributed_fused_adam` (Apex
-    DistributedFusedAdam, nemo/core/optim/distributed_adam.py) keeps less for a bf16 megatron_amp_O2
-    model (nemo/collections/nlp/models/language_modeling/megatron_base_model.py `setup_optimization`):
-    with `optim.dtype: bf16` the optimizer dtype equals the model's, so `store_params=False` and only
-    bf16 m and v remain, 4 (NeMo-Framework-Launcher conf/peft/llama/sft.yaml, the SFT default); with
-    the default fp32 optimizer dtype `store_param_remainders=True` keeps the 16 low bits of each fp32
-    master weight (the bf16 weight is its high half) plus fp32 m and v, 10."""
+    """Bytes per parameter of Megatron's optimizer states in bf16/fp8 training, sharded by the
+    distributed optimizer (fp16 keeps its own 16). Unit: bytes per parameter. Default 12 (fp32 master,
+    Adam m and v): Megatron-Core's DistributedOptimizer (Megatron-LM docs dist_optimizer.md); NeMo's
+    Apex optimizer keeps 4 or 10. Evidence: docs/evidence/assumptions.md."""
 
     fsdp_state_bytes: tuple[StateBytes, StateBytes, StateBytes] = (4.0, 4.0, 8.0)
     """(params, grads, optimizer) bytes per parameter for framework "torchtitan" (PyTorch FSDP):
@@ -193,35 +154,15 @@ class Assumptions(BaseModel):
 
     # ---------------------------------------------------------------- memory: activations
     dropout_masks: bool | Literal["auto"] = "auto"
-    """Store 1-byte dropout masks and attention-dropout outputs (Korthikanti et al. 2022 §4.1 counts
-    them: 2sbh per layer + as^2b). "auto": stored for GPT-2/3-style models (biases or learned position
-    embeddings; GPT-2/3, BLOOM, OPT train with dropout 0.1), not for Llama-style models, which train
-    with dropout 0 (Llama papers; NeMo/HF configs), where PyTorch's dropout with p=0 returns its input
-    and keeps no mask."""
+    """Whether the 1-byte dropout masks and attention-dropout outputs are stored (2sbh per layer +
+    as^2b, Korthikanti et al. 2022 §4.1). Default "auto": stored for GPT-2/3-style models (biases or
+    learned positions; dropout 0.1), not for Llama-style ones (dropout 0). Evidence: docs/evidence/assumptions.md."""
 
     recompute_modules: tuple[RecomputeModule, ...] = ("core_attn",)
     """What Layout.recompute == "selective" recomputes, as Megatron-Core's `recompute_modules`
-    (megatron/core/transformer/transformer_config.py; default ["core_attn"], the attention core of
-    Korthikanti et al. 2022's selective recompute). "layernorm" discards the output of a separate
-    LayerNorm module (MLA's input norm, a MoE layer's pre-MLP norm; Transformer Engine fuses the others
-    into the next linear, gpt_layer_specs.py), "mla_up_proj" the up-projected MLA queries/keys/values,
-    "moe_act" the routed experts' activation output, "mlp" / "moe" / "shared_experts" keep only the
-    module's input (memory.per_layer_activations, moe_mlp_activations). Megatron-LM:
-    --recompute-granularity selective --recompute-modules ...; NeMo 2: model.config.recompute_modules.
-    The time model charges one more forward of each module in the backward (time._selective_extra):
-    "core_attn" the attention core (its FLOPs 4x forward instead of 3x, and the unfused softmax's
-    forward traffic again); "mlp" a dense layer's FC1 and FC2, 2 x MLP parameters FLOPs per token,
-    plus its element-wise kernels (Megatron-Core does not apply it to MoE layers); "moe" the whole
-    MoE layer, router and routed + shared expert GEMMs, and its token dispatch and combine
-    all-to-alls again (moe_layer.py checkpoints them: 6 per layer instead of 4, as full recompute);
-    "shared_experts" the shared experts' GEMMs; "mla_up_proj" the MLA q/kv up-projection GEMMs;
-    "layernorm" and "moe_act" only element-wise time (the norm output, the experts' activation),
-    no FLOPs. Element-wise work is a third of `elementwise_traffic` per byte the module stores (one
-    forward of forward + backward). The TP collectives inside "mlp", "moe" and "shared_experts" run
-    again too (comm.tp_plan), and so does the CP ring's forward exchange for "core_attn"
-    (comm.cp_plan). Not charged: the second re-run Megatron-Core's nested checkpoints give
-    "shared_experts" / "moe_act" when "moe" is also set, which keeps every set of modules at or below
-    full recompute's cost."""
+    (--recompute-modules; megatron/core/transformer/transformer_config.py). Default ("core_attn",):
+    Megatron-Core's default, Korthikanti et al. 2022's selective recompute. Each module's memory
+    kept and the forward it runs again are listed in the evidence page. Evidence: docs/evidence/assumptions.md."""
 
     fp8_activation_bytes: float = Field(1.0, strict=True, gt=0, le=MAX_ELEMENT_BYTES)
     """Bytes per saved element of linear-layer inputs (QKV, out-proj, FC1, FC2) when precision is fp8:
@@ -243,20 +184,14 @@ class Assumptions(BaseModel):
 
     fp8_param_gather: bool = False
     """Keep the linear layers' weights in the low-precision format (Megatron --fp8-param-gather,
-    TE `fp8_model_init`; Megatron-Bridge's FP8-CS and MXFP8 recipes set it): the weight is the
-    quantised tensor, so there is no 16-bit copy of it and no separate cached cast, and ZeRO / FSDP
-    gather it in that format (half the bytes of a 16-bit gather for FP8). The fp32 master weights
-    stay in the optimizer. Only with a low-precision `Training.precision` under Megatron."""
+    TE `fp8_model_init`): no 16-bit copy, and ZeRO / FSDP gather them in that format. Only with a
+    low-precision Training.precision under Megatron. Default False: Megatron-LM's default; Megatron-Bridge's
+    FP8-CS and MXFP8 recipes set it. Evidence: docs/evidence/assumptions.md."""
 
     activation_offload_layers: int = Field(0, strict=True, ge=0, le=1 << 20)
-    """Layers per rank whose activations go to host memory after their forward and come back for
-    their backward (Megatron-Core `cpu_offloading_num_layers`, megatron/core/model_parallel_config.py;
-    Megatron-Bridge sets it for Llama 3 70B / 405B with Megatron-FSDP on GB200 / GB300). Megatron-Core
-    refuses it with pipeline parallelism and with recompute, so it applies to Megatron layouts with
-    pp 1 and no recompute only; other layouts are priced without it. Memory: those layers keep one
-    layer's activations in flight (the double buffer of the offload handler); time: the copies run
-    on their own stream at GPU.host_bandwidth (Assumptions.pcie_bandwidth when the GPU states none)
-    and only what exceeds the forward (copies out) or the backward (copies in) is exposed."""
+    """Layers per rank whose activations go to host memory after their forward and return for the
+    backward (Megatron-Core `cpu_offloading_num_layers`); Megatron layouts with pp 1 and no recompute
+    only. Unit: layers. Default 0: Megatron-Core's default (megatron/core/model_parallel_config.py). Evidence: docs/evidence/assumptions.md."""
 
     # ---------------------------------------------------------------- memory: buffers and reserve
     deepspeed_bucket_elements: float = Field(5e8, strict=True, ge=1, le=MAX_PARAMS)
@@ -273,16 +208,9 @@ class Assumptions(BaseModel):
     environment-variable docs) x up to 16 channels x 2 directions. Assumption."""
 
     fragmentation_fraction: float = Field(0.05, strict=True, ge=0, le=1)
-    """The caching allocator's reserve (MemoryEstimate.detail "fragmentation"), as a fraction of the
-    activations and buffers, the memory a step allocates and frees: PyTorch's allocator rounds every
-    request up to 512 bytes, packs requests up to 1 MiB into 2 MiB segments, serves 1-10 MiB ones from
-    20 MiB segments and rounds larger ones to 2 MiB, and keeps freed blocks cached by size, so reserved
-    memory exceeds the allocated by rounding and by free blocks too small or on the wrong stream for the
-    next request (github:pytorch/pytorch@eb42ad6eca0ce61e7c581212b4bf32f991425571
-    c10/cuda/CUDACachingAllocator.cpp: kMinBlockSize, kSmallBuffer, kLargeBuffer, kMinLargeAlloc,
-    kRoundLarge). 5 % is Megatron-LM's allowance (megatron/training/theoretical_memory_usage.py,
-    `compute_activation_memory_without_sp` x 1.05). Separate from the planner's headroom, which ranks
-    layouts above 85 % / 95 % of GPU memory after the others (planner/ranking.py)."""
+    """The caching allocator's reserve as a fraction of the activations and buffers a step allocates
+    and frees (MemoryEstimate.detail "fragmentation"). Unit: fraction. Default 0.05: Megatron-LM's
+    allowance (megatron/training/theoretical_memory_usage.py, x 1.05). Evidence: docs/evidence/assumptions.md."""
 
     host_buffer_factor: float = Field(1.5, strict=True, ge=1, le=MAX_HOST_BUFFER_FACTOR)
     """Host-memory head-room factor for offloaded states (DeepSpeed estimators'
@@ -290,18 +218,14 @@ class Assumptions(BaseModel):
 
     # ---------------------------------------------------------------- memory: the Hugging Face stack
     hf_autocast: bool = True
-    """Training.framework "hf-trl" / "hf-accelerate": the forward runs under torch.autocast(bf16), as the
-    Trainer, TRL and Accelerate do with bf16=True / mixed_precision "bf16" (accelerate wraps the model's
-    forward). False: a loop on a 16-bit model without autocast, where PEFT's fp32 adapters run in fp32 on
-    an fp32 copy of each input (4 bytes kept per input element instead of autocast's 2-byte cast). fp32
-    weights train in 16-bit only under autocast and are priced so either way (costmodel.hf)."""
+    """Training.framework "hf-trl" / "hf-accelerate": the forward runs under torch.autocast(bf16), as
+    the Trainer, TRL and Accelerate do with bf16 on. False: a 16-bit model without autocast, where
+    PEFT's fp32 adapters run in fp32. Default True: those libraries' bf16 setting (costmodel.hf). Evidence: docs/evidence/assumptions.md."""
 
     hf_logits_held: bool | Literal["auto"] = "auto"
-    """The training loop holds the model output, and with it the 16-bit logits (2 bytes per token x
-    vocabulary), through the backward: a loop written `out = model(**batch); out.loss.backward()`, as
-    Accelerate's examples are. The Trainer and TRL's SFTTrainer drop it when compute_loss returns, before
-    the backward (transformers trainer.py training_step). "auto": held for "hf-accelerate", not for
-    "hf-trl"."""
+    """Whether the training loop holds the model output, and its 16-bit logits (2 bytes per token x
+    vocabulary), through the backward. Default "auto": held for "hf-accelerate" (its examples call
+    out.loss.backward()), not for "hf-trl" (transformers trainer.py training_step drops it). Evidence: docs/evidence/assumptions.md."""
 
     hf_loss: Literal["full-logits", "chunked"] = "full-logits"
     """How the Hugging Face stacks compute the loss: "full-logits", transformers' ForCausalLMLoss (fp32
@@ -315,49 +239,28 @@ class Assumptions(BaseModel):
     bidirectional figure). Assumption: nccl-tests bus bandwidth on DGX A100/H100 is ~75-85 %."""
 
     network_efficiency: float = Field(0.9, strict=True, ge=MIN_EFFICIENCY, le=1)
-    """Achieved NCCL bus bandwidth as a fraction of the per-GPU scale-out NIC speed, for the large
-    messages of gradient buckets and parameter gathers. Multi-node all-reduce rings on DGX H100 with
-    eight 400 Gb/s NICs are expected to reach 400-450 GB/s bus bandwidth, i.e. the NICs' line rate
-    (third-party nccl-tests validation guides, e.g. Saturn Cloud "Validating Multi-Node GPU Clusters
-    with NCCL Tests"); calibrate_throughput.py's scan prefers 0.9 to 0.8 (was 0.8, an assumption)."""
+    """Achieved NCCL bus bandwidth as a fraction of the per-GPU scale-out NIC speed, for large
+    messages. Unit: fraction. Default 0.9: NCCL tests on DGX H100 reach the NICs' line rate;
+    benchmarks/calibrate_throughput.py's scan prefers 0.9 to 0.8. Evidence: docs/evidence/assumptions.md."""
 
     ep_nvlink_efficiency: float = Field(0.55, strict=True, ge=MIN_EFFICIENCY, le=1)
-    """Share of the unidirectional NVLink bandwidth that the MoE token dispatch and combine reach
-    (EP all-to-all inside the NVLink domain, both dispatchers; `nvlink_efficiency` stays the bulk
-    collectives'). Measured, kernel microbenchmarks of NVIDIA's HybridEP and DeepEP at DeepSeek-V3's
-    shape (4096 tokens per rank, hidden 7168, top-8, BF16; deepseek-ai/DeepEP@41cad94449628adfb1cd1cadd82aeda83d4fbf0f
-    docs/README_Hybrid-EP.md, "Torch API" figures, received bytes per rank / time, the rank's own
-    share included): B200, 8 ranks, dispatch 536 (HybridEP) and 619-646 GB/s (DeepEP, 32-48 SMs),
-    combine 531 and 524-586 GB/s; GB200 NVL72, HybridEP with 32 SMs on 8 to 36 ranks, dispatch
-    545 -> 479 GB/s, combine 569 -> 448 GB/s. Counting only the bytes that leave the rank
-    ((n-1)/n of them, the convention of comm.alltoall) against 900 GB/s, that is 0.49-0.60 of NVLink,
-    0.55 the middle; the same kernels' "kernel only" times give 0.66-0.71, i.e. launch, layout and
-    synchronisation cost the rest. On Hopper DeepEP's own table (H800, EP 8 intranode: dispatch 153,
-    combine 158 GB/s, FP8 dispatch; its README, now docs/legacy.md, calls ~160 GB/s the NVLink
-    maximum) is about 0.67 of the H800's 200 GB/s unidirectional NVLink by the same count. No NCCL all-to-all figure on Blackwell was found; Megatron's all-to-all dispatcher is
-    assumed no faster than the kernels written to replace it, and `python benchmarks/calibrate_2025.py
-    --scan ep_nvlink_efficiency=0.8,0.7,0.6,0.55,0.5` improves monotonically from 0.8 to 0.5 over all
-    rows (2025 MoE mean |log| 0.308 -> 0.264 at 0.55, 0.251 at 0.5; the two setting pairs, which
-    isolate ep_a2a_overlap, 0.392 -> 0.407), so the measured 0.55 is kept rather than the scan's
-    edge. Was nvlink_efficiency (0.8)."""
+    """Share of the unidirectional NVLink bandwidth the MoE token dispatch and combine reach (EP
+    all-to-all inside the NVLink domain). Unit: fraction. Default 0.55: measured, HybridEP and DeepEP
+    kernel benchmarks on B200 and GB200 (deepseek-ai/DeepEP@41cad94 docs/README_Hybrid-EP.md). Evidence: docs/evidence/assumptions.md."""
 
     latency_nvlink: float = Field(1e-5, strict=True, ge=0, le=MAX_CALL_SECONDS)
     """Fixed cost per collective call inside the NVLink domain, seconds. Assumption (NCCL small-message
     latency on NVSwitch systems is ~10 us)."""
 
     latency_network: float = Field(3e-5, strict=True, ge=0, le=MAX_CALL_SECONDS)
-    """Fixed cost per collective call crossing the network, seconds. Measured: an 8-byte all_reduce over
-    HDR InfiniBand between two A100 nodes, one GPU each, takes 19-20 us (NVIDIA/nccl-tests issue #150).
-    NCCL's own cost model (NVIDIA/nccl src/graph/tuning.cc, tree/LL) prices a small all-reduce at 6.8 us
-    + 2 x ((GPUs per node - 1) x 0.6 us NVLink + log2(nodes) x 5 us network): 25 us on 2 nodes of 8 GPUs,
-    35 us on 4. Assumption: 30 us; `ring_hop_latency` adds the length of long rings."""
+    """Fixed cost per collective call crossing the network. Unit: seconds. Default 3e-5: an assumption
+    between a measured 8-byte all_reduce over HDR InfiniBand (19-20 us, NVIDIA/nccl-tests issue 150)
+    and NCCL's own cost model (src/graph/tuning.cc, 25-35 us). Evidence: docs/evidence/assumptions.md."""
 
     ring_hop_latency: float = Field(5e-6, strict=True, ge=0, le=MAX_CALL_SECONDS)
-    """Seconds per network step of a ring collective (a ring over N nodes takes N-1 of them per
-    reduce-scatter or all-gather; the NVLink steps are negligible), paid once per call, i.e. per
-    gradient bucket or per FSDP layer. Assumption: InfiniBand/RoCE switch hop and NIC latency are
-    1-2 us, NCCL's per-step protocol handling a few us more; it makes large data-parallel rings
-    (hundreds of nodes) pay for their length, as NCCL's ring reduce-scatter / all-gather do."""
+    """Seconds per network step of a ring collective (N-1 steps over N nodes per reduce-scatter or
+    all-gather), paid once per call. Unit: seconds. Default 5e-6: assumption (switch hop and NIC
+    latency 1-2 us plus NCCL's per-step protocol). Evidence: docs/evidence/assumptions.md."""
 
     overlap_grad_reduce: bool = True
     """DP gradient reduction overlaps the last micro-batch's backward (Megatron --overlap-grad-reduce,
@@ -374,10 +277,8 @@ class Assumptions(BaseModel):
 
     tp_overlap_efficiency: float = Field(0.8, strict=True, ge=0, le=1)
     """Share of TP communication hidden when tp_comm_overlap is on (Transformer Engine userbuffers
-    under SP). Assumption, checked on the measured runs that used it (the Megatron-LM README H100
-    weak-scaling table, benchmarks/calibrate_throughput.py's scan): 0.8 to 0.95 fit them equally
-    (mean |log error| over all calibrated runs 0.055 / 0.054), 0.6 worse (0.062); the lowest of the
-    equals is kept."""
+    under SP). Unit: fraction. Default 0.8: assumption, the lowest of the values that fit the
+    Megatron-LM README H100 runs equally (benchmarks/calibrate_throughput.py). Evidence: docs/evidence/assumptions.md."""
 
     pp_overlap: float = Field(0.0, strict=True, ge=0, le=1)
     """Share of pipeline send/recv time hidden behind compute. 0: 1F1B sends and receives are
@@ -393,10 +294,8 @@ class Assumptions(BaseModel):
 
     ep_overlap: float = Field(0.0, strict=True, ge=0, le=1)
     """Share of MoE all-to-all time hidden behind compute (Megatron's A2A/compute overlap is opt-in:
-    --overlap-moe-expert-parallel-comm). Measured: on Qwen3-235B over 256 H100 with EP 32 across
-    nodes the Megatron MoE Model Zoo's 1F1B A2A overlap cut the step from 19.7 s to 17.6 s
-    (best_practice/qwen3/readme.md; benchmarks/calibrate_moe.py), about a third of the all-to-all
-    time this model charges there, not all of it."""
+    --overlap-moe-expert-parallel-comm). Unit: fraction. Default 0: the overlap is off; the Megatron MoE
+    Model Zoo's Qwen3-235B run with it on hides about a third (benchmarks/calibrate_moe.py). Evidence: docs/evidence/assumptions.md."""
 
     ep_a2a_overlap: bool = False
     """Megatron-Core's EP all-to-all overlap (--overlap-moe-expert-parallel-comm; Megatron-Bridge
@@ -406,45 +305,29 @@ class Assumptions(BaseModel):
     `ep_a2a_overlap_efficiency` of the all-to-all time, and never more than the micro-batch's compute."""
 
     ep_a2a_overlap_efficiency: float = Field(0.45, strict=True, ge=0, le=1)
-    """Share of the EP all-to-all time that `ep_a2a_overlap` can hide (the transfers share SMs and
-    HBM with the compute they hide behind, and only the steady state pairs a forward with a
-    backward). Calibrated on the one dev pair that isolates the setting: Qwen3-235B-A22B on 256
-    H100, the same layout (tp2 pp8 vpp4 ep32), batch and FP8 recipe in Megatron-Bridge's 25.09 table
-    without it (178 TFLOP/s/GPU) and its 25.11 table with it (233): 1.31x measured, which 0.45
-    reproduces (0.9 would give 1.63x; `python benchmarks/calibrate_2025.py --scan
-    ep_a2a_overlap_efficiency=...`, "pairs |log|"). The Qwen3-30B-A3B pair (241 -> 121 TFLOP/s with
-    the overlap on) is a slowdown no hiding share can produce, so it does not inform the value."""
+    """Share of the EP all-to-all time that `ep_a2a_overlap` can hide. Unit: fraction. Default
+    0.45: calibrated on the one dev pair that isolates the setting, Qwen3-235B-A22B on 256 H100 in
+    Megatron-Bridge's 25.09 and 25.11 tables (benchmarks/calibrate_2025.py --scan). Evidence: docs/evidence/assumptions.md."""
 
     moe_token_dispatcher: Literal["alltoall", "deepep"] = "alltoall"
-    """How MoE tokens reach their experts' ranks. "alltoall": Megatron-Core's all-to-all dispatcher
-    (--moe-token-dispatcher-type alltoall, NCCL), which sends every routed copy of a token to its
-    expert's rank. "deepep": the flex dispatcher with DeepEP (--moe-token-dispatcher-type flex
-    --moe-enable-deepep; deepseek-ai/DeepEP README), whose internode kernels send a token to each
-    remote node once and forward it to that node's experts over NVLink, so the network carries a
-    token's distinct remote nodes, not its remote copies (comm.node_dedup: 0.45 of the copies for
-    Qwen3-235B's top-8 of 128 experts on EP 32 over 4 nodes). Checked against the Model Zoo's
-    measured EP 32 run (benchmarks/calibrate_moe.py). Over NVLink DeepEP sends a token to each
-    destination rank once (comm._deepep: 0.67 of the copies for 128 experts, top-8, on EP 8), the
-    all-to-all dispatcher every routed copy."""
+    """How MoE tokens reach their experts' ranks: "alltoall", Megatron-Core's NCCL all-to-all
+    dispatcher (every routed copy is sent); "deepep", the flex dispatcher with DeepEP (a token crosses
+    the network once per remote node). Default "alltoall": checked against the Megatron MoE Model Zoo's
+    measured EP 32 run (benchmarks/calibrate_moe.py). Evidence: docs/evidence/assumptions.md."""
 
     # ---------------------------------------------------------------- offload
     pcie_bandwidth: float = Field(25e9, strict=True, ge=MIN_BANDWIDTH, le=MAX_BANDWIDTH)
     """Host<->GPU bandwidth per GPU, bytes/s (PCIe Gen4 x16 achieves ~25 GB/s of 32)."""
 
     nvme_bandwidth: float = Field(3e9, strict=True, ge=MIN_BANDWIDTH, le=MAX_BANDWIDTH)
-    """NVMe read/write bandwidth available to one GPU's offloaded states, bytes/s. Measured with DeepSpeed's
-    DeepNVMe (read/write GB/s): one PCIe Gen4 SSD 3.7/3.2 (deepspeedai/DeepSpeed docs/_tutorials/deepnvme.md);
-    4 Gen4 SSDs on an Azure NC96ads_A100_v4 10/5 (blogs/deepspeed-gds/README.md); 4 / 8 Gen5 SSDs on an
-    ND-H200-v5 27/11 / 48/26 (blogs/deepnvme/03-2025/README.md); Azure's VM pages give those 4 A100s and
-    8 H200s. Read and write are charged at this one rate, so per GPU that is
-    2RW/(R+W) = 1.7 to 4.2 GB/s; 3e9 assumes about one fast SSD per GPU (assumption)."""
+    """NVMe read/write bandwidth available to one GPU's offloaded states. Unit: bytes/s. Default 3e9:
+    assumption, about one fast SSD per GPU, inside DeepSpeed's DeepNVMe measurements (1.7-4.2 GB/s
+    per GPU; deepspeedai/DeepSpeed docs/_tutorials/deepnvme.md). Evidence: docs/evidence/assumptions.md."""
 
     cpu_adam_params_per_second: float = Field(1e9, strict=True, ge=MIN_ADAM_RATE, le=MAX_ADAM_RATE)
-    """Parameters per second DeepSpeedCPUAdam updates for one GPU's partition. Measured: 11.6B parameters
-    in 8.2 s on one host (CPU not stated), 1.4e9/s (deepspeedai/DeepSpeed PR #735; torch Adam 56 s); on
-    2 A100s with 64 EPYC 7742 cores each, offloading Qwen2.5-1.5B (0.77e9 parameters per GPU) adds 1.1 s
-    per step, Adam and PCIe copies together, about 0.7e9/s (DeepSpeed blogs/zenflow-corebinding/README.md:
-    ZeRO-2 240 ms, ZeRO-Offload with --bind_cores_to_rank 1365 ms). Assumption: 1e9, between the two."""
+    """Parameters per second DeepSpeedCPUAdam updates for one GPU's partition. Unit: parameters/s.
+    Default 1e9: assumption between two measurements, 1.4e9/s (deepspeedai/DeepSpeed PR 735) and
+    about 0.7e9/s (DeepSpeed blogs/zenflow-corebinding). Evidence: docs/evidence/assumptions.md."""
 
     @model_validator(mode="before")
     @classmethod

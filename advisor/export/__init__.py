@@ -10,7 +10,7 @@ exports in its framework's formats (tests/test_audit_export_contract.py). The ch
 exporters only assert that contract for layouts that bypassed the audit; each raises
 `advisor.InputError` (field, have, want) naming the audit rule that forbids the layout.
 
-Vocabulary is translated here and only here (research/aesthetics-anchors.md B7): tp, pp, dp, cp,
+Vocabulary is translated here and only here: tp, pp, dp, cp,
 ep, etp, vpp become Megatron's `*-model-parallel-size`, DeepSpeed's batch triple and torchtitan's
 `*_parallel_degree`; megatron_deepspeed.py respells Megatron's flags for Megatron-DeepSpeed. Each module
 names the source files (and commits) its flag or key table was read from.

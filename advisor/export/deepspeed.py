@@ -120,7 +120,7 @@ def _zero_section(layout: Layout, A: Assumptions) -> dict[str, Any]:
                       "offload_optimizer is valid with ZeRO stage 1, 2, 3 (zero/offload_config.py)")
     if dev == "nvme" and stage != 3:
         raise refused("Layout.offload_device", dev, "'cpu' unless zero_stage is 3", "deepspeed.nvme-offload-needs-zero3",
-                      "NVMe offload needs ZeRO-3 (ZeRO-Infinity; docs/_pages/config-json.md)")
+                      "NVMe offload needs ZeRO-3 (ZeRO-Infinity; deepspeedai/DeepSpeed docs/_pages/config-json.md)")
     zero["offload_optimizer"] = _offload_section(dev)
     if layout.offload == "optimizer+params":
         zero["offload_param"] = _offload_section(dev)

@@ -1,4 +1,4 @@
-"""Every string an export embeds, escaped for its format (issue 38): no name, path or version a
+"""Every string an export embeds, escaped for its format: no name, path or version a
 caller passes can change what the config says beyond the value it is written into.
 
 - TOML (torchtitan v0.2.2): values as basic strings with TOML's escapes; comments with the

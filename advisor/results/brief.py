@@ -14,7 +14,7 @@ import re
 import textwrap
 
 from ..inputs.precision import recipe
-from .render import named_layout, network_text, pipeline_line
+from .render import deciding_event, named_layout, network_text, pipeline_line
 
 __all__ = ["brief_text", "wrap_lines", "per_gpu_figures", "infeasible_reason", "deciding_rule", "DEFAULT_WIDTH",
            "SHOWN_ALTERNATIVES"]
@@ -115,14 +115,11 @@ def infeasible_reason(rec) -> str:
 def deciding_rule(rec) -> str | None:
     """The rule whose framework or strategy choice stood, with its message; when the estimate moved the
     choice to the other family, the planner's note saying so."""
-    moved = next((e.message for e in rec.trace.events if e.op == "note" and "overrides rule" in e.message), None)
+    moved = rec.trace.notes("family_move")
     if moved:
-        return moved
-    for e in rec.trace.events:
-        if e.op == "fire" and any(x.kind == "choose" and x.field in ("framework", "strategy")
-                                  and x.overridden_by is None for x in e.effects):
-            return f"{e.message} [{e.rule_id}]"
-    return None
+        return moved[0].message
+    chooser = deciding_event(rec.trace)
+    return f"{chooser.message} [{chooser.rule_id}]" if chooser is not None else None
 
 
 def _figures(rec) -> list[str]:

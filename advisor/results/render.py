@@ -12,7 +12,7 @@ from ..inputs.units import format_bytes
 from ..rulebook.actions import Effect
 
 __all__ = ["CHOICE_WORDS", "OVER_STATED", "BEYOND_STATED", "OVER_PREFERENCE", "effect_text", "estimate_lines", "named_layout",
-           "network_text", "pipeline_line", "recommendation_text", "story"]
+           "network_text", "pipeline_line", "recommendation_text", "story", "deciding_event"]
 
 _BAR = 40
 CHOICE_WORDS = {"framework": "framework", "zero_stages": "ZeRO stages allowed", "frameworks": "frameworks allowed",
@@ -104,7 +104,7 @@ def _runs(sizes: list[int]) -> str:
 
 
 def pipeline_line(layout: Layout, model: Model) -> str | None:
-    """The layers per pipeline stage the estimate assumed (context.stage_layers) and, for Megatron-LM,
+    """The layers per pipeline stage the estimate assumed (advisor.inputs.pipeline.stage_layers) and, for Megatron-LM,
     the flags that make the framework run that split; None without a pipeline."""
     if layout.pp == 1:
         return None
@@ -225,35 +225,45 @@ def _not_fired(rec) -> list[str]:
             + [f"  - {n.rule_id}: {'; '.join(n.failed)}" for n in rec.trace.not_fired]) if rec.trace.not_fired else []
 
 
+def deciding_event(trace):
+    """The `fire` event that made the framework or strategy decision first (DecisionRecord.changed_by),
+    or None when no rule made either."""
+    made = [d.changed_by[0] for d in trace.decisions if d.name in ("framework", "strategy")]
+    return trace.event(min(made)) if made else None
+
+
+def _first_bound(trace, skip: set[str]):
+    """The first `fire` event that set an upper bound on a dimension, of a rule not in `skip`."""
+    seqs = [seq for d in trace.decisions if d.name.endswith(".max") for seq in d.changed_by]
+    return next((trace.event(seq) for seq in sorted(seqs) if trace.event(seq).rule_id not in skip), None)
+
+
 def story(rec) -> str:
-    """A Recommendation's decision in a few sentences: what the rules chose and why, what fit, what lost."""
-    fired = [e for e in rec.trace.events if e.op == "fire"]
-    chose = [e for e in fired if any(x.kind == "choose" and x.field in ("framework", "strategy")
-                                     and x.overridden_by is None for x in e.effects)]
-    parts = []
-    if chose:
-        parts.append(f"Rule {chose[0].rule_id}: {chose[0].message}.")
-    # an earlier rule's choice that stands over the stated framework, and ZeRO stages kept to the release's
-    parts += [f"{e.message[0].upper()}{e.message[1:]}." for e in rec.trace.events if e.op == "note" and e.rule_id
-              and (OVER_STATED in e.message or BEYOND_STATED in e.message or OVER_PREFERENCE in e.message)]
-    limits = [e for e in fired if any(x.kind == "limit" and x.bound == "max" for x in e.effects)
-              and e.rule_id not in {c.rule_id for c in chose}]
-    if limits:
-        parts.append(f"Rule {limits[0].rule_id}: {limits[0].message}.")
+    """A Recommendation's decision in a few sentences, read from its decision log: what the rules chose
+    and why, what fit, what lost."""
+    trace = rec.trace
+    chose = deciding_event(trace)
+    parts = [f"Rule {chose.rule_id}: {chose.message}."] if chose is not None else []
+    # an earlier rule's choice that stands over the stated framework, ZeRO stages kept to the release's,
+    # one rule's near-tie preference over another's
+    parts += [f"{e.message[0].upper()}{e.message[1:]}." for e in trace.events if e.op == "note" and e.rule_id
+              and e.kind in ("stated_override", "beyond_stated", "preference")]
+    bound = _first_bound(trace, {chose.rule_id} if chose is not None else set())
+    if bound is not None:
+        parts.append(f"Rule {bound.rule_id}: {bound.message}.")
     # the last search's count: when the choice moved to the other family, that search made it
-    counted = next((e.message for e in reversed(rec.trace.events) if e.op == "note" and "layouts fit" in e.message),
-                   None)
+    searches = trace.notes("search")
     if rec.layout is None:
-        reason = next((e.message for e in reversed(rec.trace.events) if e.op == "reject"), "nothing fits")
+        reason = next((e.message for e in reversed(trace.events) if e.op == "reject"), "nothing fits")
         parts.append(f"No layout could be recommended: {reason}.")
         return " ".join(parts)
     est = rec.estimates
-    moved = next((e.message for e in rec.trace.events if e.op == "note" and "overrides rule" in e.message), None)
+    moved = trace.notes("family_move")
     if moved:
-        parts.append(f"But {moved[0].lower()}{moved[1:]}.")
+        parts.append(f"But {moved[0].message[0].lower()}{moved[0].message[1:]}.")
     parts.append(
-        f"Search: {counted or 'candidates ranked by estimated step time'}. The pick, {rec.layout.id}: "
-        f"est. {est.step_time:.2f} s per step, MFU {est.mfu:.0%}, "
+        f"Search: {searches[-1].message if searches else 'candidates ranked by estimated step time'}. "
+        f"The pick, {rec.layout.id}: est. {est.step_time:.2f} s per step, MFU {est.mfu:.0%}, "
         f"{est.memory.total / 2**30:.0f} of {est.memory.capacity / 2**30:.0f} GiB per GPU.")
     if rec.alternatives:
         a = rec.alternatives[0]

@@ -20,7 +20,7 @@ __all__ = ["Action", "Decisions", "Effect", "ReportFinding", "Strategy", "Dimens
 
 Strategy = Literal["zero-dp", "model-parallel"]
 Dimension = Literal["tp", "pp", "cp", "ep", "dp"]
-# Every feature is read by the planner (tests/test_actions.py shows each changes what it searches or
+# Every feature is read by the planner (tests/test_features.py shows each changes what it searches or
 # prefers): sp, Megatron sequence parallelism on TP layouts; cp, context-parallel layouts for long
 # sequences; tp_before_pp, dp_before_tp and ep_over_tp, the tie-break orders. The distributed optimizer is
 # `allow_zero [1]` under Megatron, FlashAttention is the caller's Training.flash_attention.

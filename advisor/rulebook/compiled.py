@@ -3,8 +3,7 @@ and the structural limits both engines enforce.
 
 `rulebook.load` turns rule files into `CompiledRule`s. Two engines run them:
 `engines.durable.DurableEngine` (durable_rules, the mandated engine) and
-`engines.python.PythonEngine` (the fallback where durable cannot be imported, e.g. Python 3.13+;
-research §7.7). Both validate rulesets with the same `check_ruleset`, normalise facts with the same
+`engines.python.PythonEngine` (the fallback where durable cannot be imported, e.g. Python 3.13+). Both validate rulesets with the same `check_ruleset`, normalise facts with the same
 `normalize_fact`, and must return identical fired lists (tests/test_engine_differential.py). The
 limits are durable's, enforced for both engines so that a file's validity never depends on the
 machine.
@@ -52,7 +51,7 @@ _ORDER_OPS = frozenset({"<", "<=", ">", ">="})
 # is valid never depends on which engine a machine happens to select.
 # durable's alpha network walks matching sibling tests with a fixed 64-entry stack; more than
 # 64 matching siblings under the shared `kind` test raise error 303 and nothing fires
-# (research §4.5). Every rule is one pattern under that test, so cap the rule count below 64.
+#. Every rule is one pattern under that test, so cap the rule count below 64.
 # The cap does not exclude 303 entirely: each branch of an `any` (and each value of an `in`
 # inside an `any`) is its own sibling, so wide `any`s can still overflow; MAX_TRUE_TESTS_PER_RULESET
 # below closes that (tests/test_engine.py::test_alpha_stack_overflow_is_refused_before_durable_sees_it).
@@ -75,20 +74,20 @@ MAX_GROUPS_PER_RULE = 14
 # Counting every distinct leaf test of the ruleset (each `in` value apart) bounds any node's
 # children; 192 plus the 60 rules and the sink stays under half of 511.
 MAX_TESTS_PER_RULESET = 192
-# durable walks the matching children of a node with a fixed 64-entry stack (research §4.5).
+# durable walks the matching children of a node with a fixed 64-entry stack.
 # Measured (one subprocess per size): 64 true `>=` branches evaluate; 65 (one `any` of 65, or
 # two of 33) abort the process with "free(): invalid pointer" or, in a warm process, raise error
 # 303. `true_test_bound` counts how many distinct tests can hold for one fact (summed over
 # fields, the most any one value of each field satisfies); 48 leaves a quarter of the stack for
 # chained tests.
 MAX_TRUE_TESTS_PER_RULESET = 48
-# durable rejects facts with more than ~253 properties, nested ones included (error 302,
-# research §4.3); §7.6 keeps a margin. kind/id/sid are added by the durable adapter.
+# durable rejects facts with more than ~253 properties, nested ones included (error 302);
+# 200 keeps a margin. kind/id/sid are added by the durable adapter.
 MAX_FACT_PROPERTIES = 200
-# The durable adapter adds these top-level keys to the fact (research §7.3).
+# The durable adapter adds these top-level keys to the fact.
 RESERVED_GROUPS = frozenset({"kind", "id", "sid"})
 
-_INT_LIMIT = 2**63  # durable compares ints as int64; >= 2**64 silently compares false (§4.3)
+_INT_LIMIT = 2**63  # durable compares ints as int64; >= 2**64 silently compares false
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Field names _NAME has accepted: fact documents reuse the same few hundred (bounded all the same).
 _IDENTIFIERS: set = set()
@@ -138,7 +137,7 @@ class Engine(Protocol):
 
 
 # --------------------------------------------------------------------------------------------
-# Normalisation (research §7.6)
+# Normalisation
 # --------------------------------------------------------------------------------------------
 
 
@@ -147,12 +146,12 @@ def normalize_value(value: Any, where: str = "value") -> Any:
 
     * bool stays bool (checked before int: bool is an int subclass);
     * int must satisfy |v| < 2**63: durable compares int64 and silently gets ints >= 2**64
-      wrong (research §4.3);
+      wrong;
     * float must be finite (NaN silently never matches, inf is error 202); an integral float
       becomes an int (80.0 -> 80, 1e16 -> 10000000000000000), which also removes every float
       whose repr is like "1e+16" (all floats >= 1e16 are integral);
     * a non-integral float keeps its exact value even when its repr is "1e-09" (exponent
-      without a dot, which durable's parser rejects with error 204, §4.3): the durable adapter
+      without a dot, which durable's parser rejects with error 204): the durable adapter
       serialises such floats as "1.0e-09", which durable parses exactly. Changing the value
       instead would make `x < c` and `x == c` differ from what the user wrote.
     * str stays str, but must be encodable as UTF-8 (no lone surrogates); None stays None
@@ -182,7 +181,7 @@ def normalize_value(value: Any, where: str = "value") -> Any:
 
 
 def normalize_fact(fact: Mapping[str, Any]) -> dict:
-    """Return a normalised deep copy of one fact document (research §7.6).
+    """Return a normalised deep copy of one fact document.
 
     The fact is `{group: {name: value}}` (nesting depth exactly 2). Values go through
     `normalize_value`; a value may also be a list of scalars. Group and field names must be
@@ -234,7 +233,7 @@ def normalize_fact(fact: Mapping[str, Any]) -> dict:
 
 def kind_of(value: Any) -> str:
     """Type class used for consistency checks: durable coerces across classes (True == 1 ==
-    "true", "16" == 16; research §4.3), so each field must be compared within one class."""
+    "true", "16" == 16), so each field must be compared within one class."""
     kind = KIND_OF_TYPE.get(type(value))
     if kind is not None:
         return kind
@@ -431,7 +430,7 @@ def check_ruleset(name: str, rules: Iterable[CompiledRule]) -> tuple[tuple[Compi
 
 def check_fact(fact: Mapping[str, Any], field_kinds: Mapping[str, str], ruleset: str = "") -> None:
     """Every field a ruleset tests must be present in the (normalised) fact with the type class
-    its constants have: durable would coerce "16" == 16 or True == 1 silently (research §4.3),
+    its constants have: durable would coerce "16" == 16 or True == 1 silently,
     and treat a missing field as "no match"."""
     for field, want in field_kinds.items():
         group, name = field.split(".")

@@ -26,67 +26,32 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import EngineError, RuleFileError
+from ..errors import RuleFileError
 from ..facts import CATALOGUE
 from .actions import Action, Limit, ReportFinding
+from .grammar import (ID_RE, LEAF_RE, MAX_BRANCHES, MAX_CONDITION_CHARS, MAX_CONDITION_DEPTH,  # noqa: F401 (re-exported)
+                      MAX_FORMAT_PRECISION, MAX_FORMAT_WIDTH, MAX_IN_VALUES, MAX_RENDERED_CHARS, MAX_TEMPLATE_CHARS,
+                      PLACEHOLDER_RE, _FORMAT_PARTS, _FORMAT_SAMPLES, _RENDERED_RE, _fields, _preview, parse_condition,
+                      render_message)
 from .compiled import (MAX_GROUPS_PER_RULE, MAX_RULES_PER_RULESET, MAX_TESTS_PER_RULESET, MAX_TRUE_TESTS_PER_RULESET,
-                       CompiledRule, count_groups, leaf_tests, normalize_value, true_test_bound)
+                       CompiledRule, count_groups, leaf_tests, true_test_bound)
 
 __all__ = ["Reference", "RuleSpec", "Rule", "RuleBook", "SiteFile", "load_rulebook", "builtin_rulebook",
            "builtin_rules_dir", "parse_condition", "read_site_files", "render_message", "ruleset_name", "site_rulebook",
            "MAX_SITE_FILES", "MAX_SITE_RULES"]
 
-MAX_RULES_PER_FILE = MAX_RULES_PER_RULESET   # each file compiles to one ruleset: the engines' limit (durable-rules.md §4.5)
+MAX_RULES_PER_FILE = MAX_RULES_PER_RULESET   # each file compiles to one ruleset: the engines' limit (rulebook/compiled.py)
 MAX_RULE_FILE_BYTES = 512 * 1024       # 20x the largest built-in file (audit-megatron.toml, 25 KB)
 # Site rule files per call, and their rules together. Unbounded, 100 files of 60 rules cost 1.6 s a
-# call and 200 files 3.8 s (reliability probe, second pass); a site policy is a file or two of a
+# call and 200 files 3.8 s (measured); a site policy is a file or two of a
 # few dozen rules (docs/examples/site-policy.toml has 2); 16 files of 30 rules make a first call of
 # about 0.45 s, once per content (rulebook.session keeps it), then 66 ms against 25 ms without them
 # (benchmarks/site_rules.py).
 MAX_SITE_FILES = 16
 MAX_SITE_RULES = 480
 # Where tomllib's recursion gives out with the default recursion limit (1000): ~300 levels of
-# nested arrays or inline tables (measured, reliability-probe §2.3). Named in the error only.
+# nested arrays or inline tables (measured). Named in the error only.
 TOML_NESTING_HINT = 300
-# Limits on conditions, checked at load so that every accepted file stays well inside what
-# durable_rules evaluates safely; no accepted rule set needs a fallback engine. The per-ruleset
-# test budget (compiled.MAX_TESTS_PER_RULESET, 192 of durable's 511) is the guard against the
-# hang; the per-condition limits below keep each rule small and each error local to one rule.
-# Built-in rules use at most 2 `in` values, 5 branches, depth 3 and 44 characters per leaf.
-MAX_IN_VALUES = 64            # a third of the ruleset budget: three wide lists still fit one file
-MAX_BRANCHES = 64             # durable's alpha stack holds 64 matching siblings (error 303, research §4.5)
-MAX_CONDITION_DEPTH = 16      # above the 14 all/any groups durable allows, so only single-child chains hit it
-MAX_CONDITION_CHARS = 4096    # 64 quoted values of ~60 characters; checked before any regex runs
-ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)+$")
-LEAF_RE = re.compile(r"^\s*([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)\s*(==|!=|<=|>=|<|>|\bin\b)\s*(.+?)\s*$")
-# LEAF_RE is the documented grammar (it goes into the JSON schema, so it stays ECMA-compatible).
-# Matching it directly backtracks quadratically on long whitespace runs (a `when` padded with
-# 100k spaces took 29 s, reliability-probe finding 6). `_LEAF_LINEAR` accepts the same strings
-# with the same groups once the text is stripped (str.strip and \s agree on what whitespace is),
-# and its possessive quantifiers (Python >= 3.11) leave nothing to backtrack into.
-_LEAF_LINEAR = re.compile(r"([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)\s*+(==|!=|<=|>=|<|>|\bin\b)\s*+(.+)")
-PLACEHOLDER_RE = re.compile(r"\{([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)(?::([^{}]*))?\}")
-# What rendering replaces: a doubled brace is a literal one, as in str.format ("{{" -> "{"), else a placeholder.
-_RENDERED_RE = re.compile(r"\{\{|\}\}|" + PLACEHOLDER_RE.pattern)
-_FORMAT_SPEC_RE = re.compile(r"^[<>^]?[0-9]*,?(\.[0-9]+)?[dfg%]?$")     # the grammar (docs, schema)
-_FORMAT_PARTS = re.compile(r"[<>^]?([0-9]*),?(?:\.([0-9]+))?[dfg%]?")
-# Width aligns a value in a line of text (40 is half a terminal); precision 12 is already past
-# what any fact means (GiB, seconds, fractions) and leaves the 17 significant digits of a double
-# for the integer part. Unbounded, `{cluster.gpus:999999999}` put 1 GB in every answer and
-# `.2000000000f` aborted the process (reliability-probe finding 2).
-MAX_FORMAT_WIDTH = 40
-MAX_FORMAT_PRECISION = 12
-# Messages and fixes are one-line texts: the longest built-in message is 236 characters, the
-# longest fix 193. Templates longer than MAX_TEMPLATE_CHARS are refused at load; a rendered
-# text is cut at MAX_RENDERED_CHARS with an ellipsis, since string facts come from inputs and a
-# float at precision 12 can be 300 digits long.
-MAX_TEMPLATE_CHARS = 2000
-MAX_RENDERED_CHARS = 4000
-# A value of each catalogue type to try a format spec on at load: the spec must apply to the
-# fact's type (`{float_fact:d}` loaded and then failed every call with a bare ValueError).
-_FORMAT_SAMPLES = {int: 1, float: 0.5, str: "x"}
-
-
 class Reference(BaseModel):
     """A citation: a paper (title + url), or code (title + repo path)."""
 
@@ -160,127 +125,6 @@ class RuleBook:
 
 
 # ---------------------------------------------------------------------------------------------
-# Conditions
-
-
-def _literal(text: str, where: tuple[str, str | None, str]) -> Any:
-    text = text.strip()
-    if text in ("true", "false"):
-        return text == "true"
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    if not text.isascii():          # float() reads other scripts' digits: "١٠" would mean 10
-        raise RuleFileError(*where, text, "a number written in ASCII digits, true/false, or a quoted string")
-    try:
-        return normalize_value(int(text.replace("_", "")) if re.fullmatch(r"-?[0-9_]+", text)
-                               else float(text.replace("_", "")))
-    except ValueError:
-        raise RuleFileError(*where, text, "a number, true/false, or a quoted string") from None
-    except EngineError as exc:     # out of the engine's range: |int| >= 2**63, inf, nan
-        raise RuleFileError(*where, text, f"a number the rule engine can compare ({exc})") from None
-
-
-def _preview(text: str, keep: int = 80) -> str:
-    """`text` for an error message: long rule-file text is shown by its start and length."""
-    return text if len(text) <= keep else f"{text[:keep]}… ({len(text)} characters)"
-
-
-def parse_condition(node: Any, where: tuple[str, str | None, str], depth: int = 0) -> dict[str, Any]:
-    """Parse a `when` value into the condition tree; `where` = (path, rule id, field) for errors."""
-    path, rule_id, fld = where
-    if isinstance(node, str):
-        return _parse_leaf(node, where)
-    if isinstance(node, dict) and len(node) == 1 and next(iter(node)) in ("all", "any"):
-        key, items = next(iter(node.items()))
-        if not isinstance(items, list) or not items:
-            raise RuleFileError(path, rule_id, f"{fld}.{key}", items, "a non-empty list of conditions")
-        if len(items) > MAX_BRANCHES:
-            raise RuleFileError(path, rule_id, f"{fld}.{key}", f"{len(items)} conditions", f"at most {MAX_BRANCHES}")
-        if depth >= MAX_CONDITION_DEPTH:    # checked before recursing
-            raise RuleFileError(path, rule_id, fld, f"all/any nested deeper than {MAX_CONDITION_DEPTH}",
-                                f"at most {MAX_CONDITION_DEPTH} levels of all/any")
-        return {key: [parse_condition(x, (path, rule_id, f"{fld}.{key}[{i}]"), depth + 1) for i, x in enumerate(items)]}
-    raise RuleFileError(path, rule_id, fld, node if isinstance(node, (dict, list)) and len(str(node)) < 200 else type(node).__name__,
-                        "a condition string, or a table with one key 'all' or 'any'")
-
-
-def _parse_leaf(node: str, where: tuple[str, str | None, str]) -> dict[str, Any]:
-    path, rule_id, fld = where
-    if len(node) > MAX_CONDITION_CHARS:
-        raise RuleFileError(path, rule_id, fld, _preview(node), f"a condition of at most {MAX_CONDITION_CHARS} characters")
-    m = _LEAF_LINEAR.fullmatch(node.strip())
-    if not m:
-        raise RuleFileError(path, rule_id, fld, _preview(node), "'<group>.<field> <op> <literal>' with op in == != < <= > >= in")
-    name, op, raw = m.groups()
-    spec = CATALOGUE.get(name)
-    if spec is None:
-        raise RuleFileError(path, rule_id, fld, name, f"a known fact; see `advisor facts` ({len(CATALOGUE)} known)")
-    if op == "in":
-        if not (raw.startswith("[") and raw.endswith("]")) or not raw[1:-1].strip():
-            raise RuleFileError(path, rule_id, fld, _preview(node), "'in' followed by a non-empty list, e.g. [\"a\", \"b\"]")
-        items = _list_items(raw[1:-1], where)
-        if len(items) > MAX_IN_VALUES:
-            raise RuleFileError(path, rule_id, fld, f"'in' list of {len(items)} values", f"at most {MAX_IN_VALUES} values")
-        value: Any = [_literal(x, where) for x in items]
-    else:
-        value = _literal(raw, where)
-    _check_type(spec, op, value, _preview(node), where)
-    return {"field": name, "op": op, "value": value}
-
-
-def _list_items(text: str, where: tuple[str, str | None, str]) -> list[str]:
-    """The items of an `in` list, split at the commas outside quotes: ["a,b", "c"] has two."""
-    items, start, quote = [], 0, None
-    for i, char in enumerate(text):
-        if quote is not None:
-            quote = None if char == quote else quote
-        elif char in "'\"":
-            quote = char
-        elif char == ",":
-            items.append(text[start:i])
-            start = i + 1
-    if quote is not None:
-        raise RuleFileError(*where, _preview(text), f"a closing {quote} for the quoted string in the list")
-    return [*items, text[start:]]
-
-
-def _check_type(spec, op: str, value: Any, node: str, where) -> None:
-    values = value if isinstance(value, list) else [value]
-    if spec.type is bool:
-        ok = op in ("==", "!=") and all(isinstance(v, bool) for v in values)
-        want = f"{spec.name} is a boolean: compare with == or != against true/false"
-    elif spec.type is str:
-        ok = op in ("==", "!=", "in") and all(isinstance(v, str) for v in values)
-        want = f"{spec.name} is a string: compare with ==, != or in against quoted strings"
-    else:
-        # durable_rules coerces "16" == 16 and true == 1 (research §4.3): numbers only meet numbers.
-        ok = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
-        want = f"{spec.name} is a number: compare against numbers"
-    if not ok:
-        raise RuleFileError(*where, node, want)
-
-
-def _fields(node: dict[str, Any]) -> list[str]:
-    if "field" in node:
-        return [node["field"]]
-    return [f for child in next(iter(node.values())) for f in _fields(child)]
-
-
-def render_message(template: str, facts: dict[str, dict[str, Any]]) -> str:
-    """Fill `{group.field}` / `{group.field:.1f}` placeholders from the facts. No other templating.
-    The result is at most MAX_RENDERED_CHARS long; a longer one ends in "…"."""
-    def sub(m: re.Match) -> str:
-        if m.group(1) is None:                   # "{{" or "}}"
-            return m.group(0)[0]
-        group, name = m.group(1).split(".", 1)
-        value = facts[group][name]
-        text = format(value, m.group(2)) if m.group(2) else str(value).lower() if isinstance(value, bool) else str(value)
-        return text[:MAX_RENDERED_CHARS + 1]
-    out = _RENDERED_RE.sub(sub, template)
-    return out if len(out) <= MAX_RENDERED_CHARS else out[:MAX_RENDERED_CHARS - 1] + "…"
-
-
-# ---------------------------------------------------------------------------------------------
 # Loading
 
 _RULESET_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")     # what the engines accept (compiled.check_ruleset)
@@ -313,7 +157,7 @@ def _read_capped(path: Path) -> bytes:
     """At most MAX_RULE_FILE_BYTES of a regular file. The size is checked on the bytes actually
     read (st_size is 0 for /dev/zero, which was read until the machine ran out of memory), and
     anything but a regular file is refused before reading: O_NONBLOCK keeps the open of a FIFO
-    with no writer from blocking forever (reliability-probe finding 3)."""
+    with no writer from blocking forever."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     try:
         mode = os.fstat(fd).st_mode
@@ -353,7 +197,7 @@ def _parse_toml(path: Path, data: bytes) -> dict[str, Any]:
         raise RuleFileError(str(path), None, "toml", str(exc), "valid TOML") from None
     except RecursionError:
         # tomllib recurses once per nesting level and hits Python's recursion limit at ~300
-        # levels of arrays/inline tables (reliability-probe finding 9).
+        # levels of arrays/inline tables (measured).
         raise RuleFileError(str(path), None, "toml", f"nesting deeper than {TOML_NESTING_HINT} levels",
                             "TOML nested a few levels deep (rule conditions allow at most "
                             f"{MAX_CONDITION_DEPTH})") from None

@@ -10,7 +10,7 @@ its rule book and its one or two engines, ~1.1 MiB of Python heap and ~0.8 MiB o
 memory, benchmarks/site_rules.py); the built-in book and its
 engines are kept outside that bound, so a caller cycling many contents never makes the others
 rebuild the built-in engines. Unbounded, the cache grew by ~790 KiB per content on durable (3000
-files: RSS 32 MiB -> 2.4 GB, reliability-probe §3.5). An evicted engine is closed (its durable
+files: RSS 32 MiB -> 2.4 GB, measured). An evicted engine is closed (its durable
 rulesets deleted) once no evaluation holds it: evaluations lease the engine they use, and the last
 lease of an evicted engine closes it.
 """

@@ -1,6 +1,6 @@
 """"Why did this rule not fire?": the per-condition view of a rule against one fact document.
 
-durable_rules has no hook that says which clause of a rule failed (research/durable-rules.md §7.1),
+durable_rules has no hook that says which clause of a rule failed,
 so this view is always computed by the pure-Python evaluator (`engines.python.explain`) from the
 same compiled condition both engines run. Every leaf is evaluated (no short-circuit), so the view
 shows all the reasons at once:

@@ -1,7 +1,7 @@
 """Engine selection: durable_rules where it imports (the mandated engine), else the pure-Python
-engine (durable does not import on Python 3.13+, research/durable-rules.md §6.2); `ADVISOR_ENGINE`
+engine (durable does not import on Python 3.13+); `ADVISOR_ENGINE`
 or an explicit name overrides. `engine_info()` names the engine and versions, so a recommendation
-can be reproduced (§7.7)."""
+can be reproduced."""
 
 from __future__ import annotations
 

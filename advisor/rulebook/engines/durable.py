@@ -1,7 +1,7 @@
 """The durable_rules adapter.
 
 This is the ONLY module of advisor that imports `durable` / `durable_rules_engine`. The design
-follows research/durable-rules.md §7; each guard below cites the trap it exists for.
+follows the traps table of docs/architecture.md; each guard below cites the trap it exists for.
 
 * `DurableEngine(rulesets)` translates compiled rules (rulebook.compiled.CompiledRule) into
   durable's JSON format and evaluates one fact per call, returning the fired rule ids in
@@ -10,7 +10,7 @@ follows research/durable-rules.md §7; each guard below cites the trap it exists
 
 Process-wide state: one `_Proc` per process holds a timer-less Host, the lock that serialises
 every evaluation, the per-sid traces and the registration refcounts. It is rebuilt when
-`os.getpid()` changes (fork, §3.4); engines re-register their rulesets in the new process lazily.
+`os.getpid()` changes (fork); engines re-register their rulesets in the new process lazily.
 """
 
 from __future__ import annotations
@@ -41,27 +41,27 @@ __all__ = [
     "SINK_PRI",
 ]
 
-#: `kind` of the one fact asserted per evaluation; every pattern tests it first (§1.3: a pattern
+#: `kind` of the one fact asserted per evaluation; every pattern tests it first (a pattern
 #: without a positive discriminator can match durable's own state document and loop forever).
 FACT_KIND = "situation"
-#: Catch-all rule so that the asserted fact is always "handled" (§4.1: asserting a fact no rule
+#: Catch-all rule so that the asserted fact is always "handled" (asserting a fact no rule
 #: matches raises MessageNotHandledException). Filtered out of the result.
 SINK_RULE = "__sink__"
 #: durable keeps pri in an unsigned short (evaluator.MAX_PRI); the sink takes the last slot.
 SINK_PRI = 65_535
-#: Default per-evaluation firing budget (§2.4: durable has no budget of its own).
+#: Default per-evaluation firing budget (durable has no budget of its own).
 MAX_FIRINGS = 10_000
 
 _OPS = {"==": "$eq", "!=": "$neq", "<": "$lt", "<=": "$lte", ">": "$gt", ">=": "$gte"}
 
-# durable error codes seen in practice, explained (rules.h, research §4).
+# durable error codes seen in practice, explained (rules.h).
 _CODES = {
     108: "too many beta nodes in one ruleset",
     113: "a pattern has too many $and/$or groups (MAX_SEQUENCE_EXPRESSIONS 32)",
     202: "unknown operator or unsupported constant",
-    204: "the JSON could not be parsed (e.g. a float written 1e-09, research §4.3)",
-    302: "the fact has too many properties (about 253, research §4.3)",
-    303: "more than 64 sibling tests matched the fact (durable's alpha stack, research §4.5); "
+    204: "the JSON could not be parsed (e.g. a float written 1e-09)",
+    302: "the fact has too many properties (about 253)",
+    303: "more than 64 sibling tests matched the fact (durable's alpha stack); "
     "split the ruleset or use fewer any/in branches",
     309: "session state not found",
 }
@@ -74,7 +74,7 @@ def _explain_durable_error(exc: BaseException) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# Float-safe JSON for durable (research §4.3)
+# Float-safe JSON for durable
 # --------------------------------------------------------------------------------------------
 # durable's number parser needs a "." before an exponent: Python's repr of 1e-09 is "1e-09",
 # which durable rejects with error 204 (in facts and in rule constants alike). Integral floats
@@ -117,7 +117,7 @@ class _DurableJson:
 
 
 # --------------------------------------------------------------------------------------------
-# Import durable (optional: it does not import on Python 3.13+, research §6.2)
+# Import durable (optional: it does not import on Python 3.13+)
 # --------------------------------------------------------------------------------------------
 
 try:
@@ -129,14 +129,14 @@ except Exception as _exc:  # ImportError, or OSError from a broken C extension
 else:
     _IMPORT_ERROR = None
     # 3.12+: the stock _unix_now calls datetime.utcfromtimestamp, a DeprecationWarning on every
-    # firing, which fails -W error test suites; it is looked up at call time (§6.2, §7.5).
+    # firing, which fails -W error test suites; it is looked up at call time.
     _dr._unix_now = time.time
     _dr.json = _DurableJson  # see "Float-safe JSON" above
 
     class _QuietHost(_dr.Host):
         """A Host without the two self-rescheduling timer threads that `Host.__init__` starts:
         they poll every 0.2 s forever and can steal a pending action onto their own thread,
-        outside our lock (§3.2)."""
+        outside our lock."""
 
         def _run(self) -> None:
             pass
@@ -153,7 +153,7 @@ def durable_import_error() -> str | None:
 
 
 # --------------------------------------------------------------------------------------------
-# Translation of compiled conditions to durable JSON (research §1.2, §7.2)
+# Translation of compiled conditions to durable JSON
 # --------------------------------------------------------------------------------------------
 
 
@@ -161,8 +161,8 @@ def translate_condition(condition: Mapping[str, Any]) -> dict:
     """Translate a (validated) condition tree into ONE durable pattern expression.
 
     The result is always `{"$and": [{"kind": FACT_KIND}, ...]}`: the kind guard comes first, so
-    no pattern can match durable's state document (§1.3, the `$nex` loop). `all`->`$and`,
-    `any`->`$or`, `!=`->`$neq`, `in`->`$or` of equalities (durable has no `$ne`/`$in`, §1.2).
+    no pattern can match durable's state document (the `$nex` loop). `all`->`$and`,
+    `any`->`$or`, `!=`->`$neq`, `in`->`$or` of equalities (durable has no `$ne`/`$in`).
     Nested groups of the same kind merge and one-child groups unwrap, so fewer groups count
     against durable's per-pattern limit (evaluator.count_groups counts the same way).
     """
@@ -202,7 +202,7 @@ class _Plan:
     """One compiled ruleset, ready to register: durable definition without actions."""
 
     name: str
-    hashed: str  # "<name>_<sha256[:12]>": registered once per process under this name (§7.2)
+    hashed: str  # "<name>_<sha256[:12]>": registered once per process under this name
     rule_ids: tuple[str, ...]  # durable rule "r<i>" -> rule_ids[i]
     definition: dict  # {"r0": {...}, ..., SINK_RULE: {...}} without "run"
     kinds: dict  # field -> type class, for check_fact
@@ -254,7 +254,7 @@ def _make_action(proc: "_Proc", rule_id: str) -> Callable[[Any], None]:
         if trace is None:  # not one of our evaluations; cannot happen under the lock
             return
         trace.firings += 1
-        if trace.firings > trace.budget:  # §2.4: our own budget
+        if trace.firings > trace.budget:  # our own budget: durable has none
             trace.exhausted = True
             return
         hook = _action_hook
@@ -262,7 +262,7 @@ def _make_action(proc: "_Proc", rule_id: str) -> Callable[[Any], None]:
             try:
                 hook(rule_id)
             except BaseException as exc:
-                # durable swallows it into state["exception"] (§4.2); keep the rule id and
+                # durable swallows it into state["exception"]; keep the rule id and
                 # the exception object so evaluate() can raise a precise EngineError.
                 if trace.error is None:
                     trace.error = (rule_id, exc)
@@ -286,7 +286,7 @@ class _Proc:
     def __init__(self) -> None:
         self.pid = os.getpid()
         # One lock around each whole evaluation: unlocked sharing segfaults in delete_state
-        # (§3.3); the C code holds the GIL anyway, so nothing is lost.
+        #; the C code holds the GIL anyway, so nothing is lost.
         self.lock = threading.Lock()
         self.host = _QuietHost()
         self.traces: dict[str, _Trace] = {}
@@ -297,7 +297,7 @@ class _Proc:
         if plan.hashed in self.refs:
             self.refs[plan.hashed] += 1
             return
-        # durable pops "run" from the dict it is given and keeps a reference (§1.1): deep-copy.
+        # durable pops "run" from the dict it is given and keeps a reference: deep-copy.
         definition = copy.deepcopy(plan.definition)
         for i, rule_id in enumerate(plan.rule_ids):
             definition[f"r{i}"]["run"] = _make_action(self, rule_id)
@@ -310,7 +310,7 @@ class _Proc:
 
     def release(self, plan: _Plan) -> None:
         """-1 ref; at zero, delete the ruleset from durable (a dropped Ruleset leaks ~100 KB of
-        C memory forever, §3.1). Reaches into Host internals, as §4.4 describes."""
+        C memory forever). Reaches into Host internals."""
         n = self.refs.get(plan.hashed, 0) - 1
         if n > 0:
             self.refs[plan.hashed] = n
@@ -327,7 +327,7 @@ _GUARD = threading.Lock()
 
 
 def _process() -> _Proc:
-    """This process's `_Proc`, rebuilt (new Host, new lock) when the pid changed (§3.4, §7.5):
+    """This process's `_Proc`, rebuilt (new Host, new lock) when the pid changed:
     a fork can happen while another thread holds the lock, and the child must not inherit it."""
     global _PROC
     proc = _PROC
@@ -351,7 +351,7 @@ if hasattr(os, "register_at_fork"):
 
 
 def _new_sid() -> str:
-    """A fresh session id per evaluation (§3.1). Separate function so tests can observe sids."""
+    """A fresh session id per evaluation. Separate function so tests can observe sids."""
     return uuid.uuid4().hex
 
 
@@ -361,12 +361,12 @@ def _new_sid() -> str:
 
 
 class DurableEngine:
-    """Evaluates compiled rulesets with durable_rules (research §7.3-§7.5).
+    """Evaluates compiled rulesets with durable_rules.
 
     Per call: normalise and check the fact, then under the process lock take a fresh sid,
     assert the one fact, collect the ids recorded by the per-rule actions, check the returned
     state, and `delete_state` in `finally` (memory stays flat; at most 1024 live sids per
-    ruleset, §3.1). Thread-safe and fork-safe. Raises EngineError for every engine failure.
+    ruleset). Thread-safe and fork-safe. Raises EngineError for every engine failure.
     """
 
     name = "durable"
@@ -379,7 +379,7 @@ class DurableEngine:
         self.rulesets: dict[str, tuple[CompiledRule, ...]] = {}
         self._plans: dict[str, _Plan] = {}
         for rs_name, rules in rulesets.items():
-            checked, kinds = check_ruleset(rs_name, rules)  # includes the 60-rule limit (§4.5)
+            checked, kinds = check_ruleset(rs_name, rules)  # includes the 60-rule limit
             self.rulesets[rs_name] = checked
             self._plans[rs_name] = _plan(rs_name, checked, kinds)
         self._proc: _Proc | None = None
@@ -422,7 +422,7 @@ class DurableEngine:
             sid = _new_sid()
             trace = _Trace(self.max_firings)
             proc.traces[sid] = trace
-            # explicit unique id (§2.4, #376); only the fields the conditions test (check_fact has
+            # explicit unique id (jruizgit/rules issue #376, durable_rules); only the fields the conditions test (check_fact has
             # checked each is there): the actions record rule ids only, and durable's JSON round
             # trip of an audit's few hundred facts was most of the audit's time
             doc = {"kind": FACT_KIND, "id": sid, "sid": sid}
@@ -441,8 +441,8 @@ class DurableEngine:
         """The ids of the rules of all `rulesets` that fire for `fact`, each ruleset's in its firing
         order (callers impose their own order across rulesets). Consecutive rulesets share one durable
         session where their union fits one durable ruleset (check_ruleset's limits; each session costs
-        a JSON round trip and a state document): the five built-in audit files, whose union exceeds
-        the bound on tests that can hold at once, run as two sessions instead of five."""
+        a JSON round trip and a state document): the ten built-in audit files, whose union exceeds
+        the bound on tests that can hold at once, run as four sessions instead of ten."""
         names = tuple(rulesets)
         if len(names) == 1:
             return self.evaluate(names[0], fact, normalized=normalized)
@@ -494,9 +494,9 @@ class DurableEngine:
             # assert_fact, not a one-element assert_facts batch: a fact durable cannot parse
             # (e.g. a float written 1e-09) makes the BATCH call return a state handle that
             # segfaults in start_action_for_state, while the single call raises error 204
-            # (measured on 2.0.28). One fact per evaluation also avoids §4.1's batch trap.
+            # (measured on 2.0.28). One fact per evaluation also avoids durable's batch-assert trap.
             state = proc.host.assert_fact(plan.hashed, doc)
-        except _dr.MessageNotHandledException as exc:  # the sink makes this unreachable (§4.1)
+        except _dr.MessageNotHandledException as exc:  # the sink makes this unreachable
             raise EngineError(f"ruleset {plan.name!r}: fact not handled: {exc.message}") from exc
         except _dr.MessageObservedException as exc:
             raise EngineError(f"ruleset {plan.name!r}: fact already observed: {exc.message}") from exc
@@ -506,10 +506,10 @@ class DurableEngine:
             rule_id, err = trace.error
             raise EngineError(f"action raised {type(err).__name__}: {err}", rule_id=rule_id) from err
         if not isinstance(state, dict):
-            # 0 means an action outlived durable's 10 s lease and later rules never fired (§4.2).
+            # 0 means an action outlived durable's 10 s lease and later rules never fired.
             raise EngineError(f"ruleset {plan.name!r}: evaluation did not complete (durable returned {state!r})")
         if state.get("exception"):
-            # Any other exception durable swallowed into the session state (§4.2).
+            # Any other exception durable swallowed into the session state.
             raise EngineError(f"ruleset {plan.name!r}: an action failed inside durable: {str(state['exception'])[:500]}")
         if trace.exhausted:
             raise EngineError(f"ruleset {plan.name!r}: firing budget exhausted (more than {trace.budget} firings in one evaluation)")
@@ -521,14 +521,14 @@ class DurableEngine:
         try:
             proc.host.delete_state(plan.hashed, sid)
         except Exception as exc:
-            # 309: no state was created (e.g. the assert itself failed, §3.1). Anything else
+            # 309: no state was created (e.g. the assert itself failed). Anything else
             # leaks a session; report it unless another error is already on its way out.
             if "309" not in str(exc) and not quiet:
                 raise EngineError(f"ruleset {plan.name!r}: delete_state failed: {_explain_durable_error(exc)}") from exc
 
     def close(self) -> None:
         """Release this engine's registrations; rulesets no other engine uses are deleted from
-        durable (reload = build a new engine, swap, close the old one; §7.5)."""
+        durable (reload = build a new engine, swap, close the old one)."""
         proc = _process()
         with proc.lock:
             if self._closed:

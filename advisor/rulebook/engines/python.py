@@ -1,5 +1,5 @@
 """The pure-Python engine: evaluates compiled rules with durable's firing order, and `explain`,
-the per-leaf view behind "why did this rule not fire" (research §7.4; durable has no hook for it,
+the per-leaf view behind "why did this rule not fire" (durable has no hook for it,
 so it is always computed here). Pure and thread-safe."""
 
 from __future__ import annotations
@@ -82,46 +82,63 @@ def compile_condition(node: Mapping[str, Any]):
                     return True
             return False
         return any_of
-    field, op, want = node["field"], node["op"], node["value"]
-    group, _, name = field.partition(".")
-    kinds = KIND_OF_TYPE
+    return _compile_leaf(node["field"], node["op"], node["value"])
 
-    def have_of(fact):      # _lookup, raising as evaluate does when the field is missing
+
+def _have_of(field: str):
+    """_lookup as a function of the fact, raising as evaluate does when the field is missing."""
+    def have_of(fact):
         have = _lookup(fact, field)
         if have is _MISSING:
             raise EngineError(f"fact lacks field {field!r}")
         return have
+    return have_of
 
-    # Each test below reads the field inline for a dict of dicts (the facts advisor builds) and
-    # falls back to have_of for any other mapping.
+
+# Each test below reads the field inline for a dict of dicts (the facts advisor builds) and falls back
+# to have_of for any other mapping.
+def _compile_leaf(field: str, op: str, want: Any):
     if op in ("==", "!="):
-        want_kind = kind_of(want)
-        negate = op == "!="
-
-        def equal(fact):
-            grp = fact.get(group) if type(fact) is dict else None
-            have = grp.get(name, _MISSING) if type(grp) is dict else _MISSING
-            if have is _MISSING:
-                have = have_of(fact)
-            same = (kinds.get(type(have)) or kind_of(have)) == want_kind and have == want
-            return not same if negate else same
-        return equal
+        return _compile_equal(field, want, negate=op == "!=")
     if op == "in":
-        wants = tuple((kind_of(w), w) for w in want)
+        return _compile_member(field, want)
+    return _compile_order(field, op, want)
 
-        def member(fact):
-            grp = fact.get(group) if type(fact) is dict else None
-            have = grp.get(name, _MISSING) if type(grp) is dict else _MISSING
-            if have is _MISSING:
-                have = have_of(fact)
-            kind = kinds.get(type(have)) or kind_of(have)
-            for w_kind, w in wants:
-                if kind == w_kind and have == w:
-                    return True
-            return False
-        return member
 
-    compare = _ORDER[op]
+def _compile_equal(field: str, want: Any, negate: bool):
+    group, _, name = field.partition(".")
+    kinds, have_of, want_kind = KIND_OF_TYPE, _have_of(field), kind_of(want)
+
+    def equal(fact):
+        grp = fact.get(group) if type(fact) is dict else None
+        have = grp.get(name, _MISSING) if type(grp) is dict else _MISSING
+        if have is _MISSING:
+            have = have_of(fact)
+        same = (kinds.get(type(have)) or kind_of(have)) == want_kind and have == want
+        return not same if negate else same
+    return equal
+
+
+def _compile_member(field: str, want: Any):
+    group, _, name = field.partition(".")
+    kinds, have_of, wants = KIND_OF_TYPE, _have_of(field), tuple((kind_of(w), w) for w in want)
+
+    def member(fact):
+        grp = fact.get(group) if type(fact) is dict else None
+        have = grp.get(name, _MISSING) if type(grp) is dict else _MISSING
+        if have is _MISSING:
+            have = have_of(fact)
+        kind = kinds.get(type(have)) or kind_of(have)
+        for w_kind, w in wants:
+            if kind == w_kind and have == w:
+                return True
+        return False
+    return member
+
+
+def _compile_order(field: str, op: str, want: Any):
+    group, _, name = field.partition(".")
+    kinds, have_of, compare = KIND_OF_TYPE, _have_of(field), _ORDER[op]
     want_is_number = kind_of(want) == "number"
 
     def order(fact):        # _leaf's ordering operators, with its type check
@@ -170,7 +187,7 @@ class PythonEngine:
     """Evaluates compiled rulesets in pure Python, with durable's firing order.
 
     Each evaluation asserts one fact, so each rule fires at most once; the fired list is in
-    ascending `pri`, ties in definition order (durable's agenda, research §2.2). Immutable after
+    ascending `pri`, ties in definition order (durable's agenda). Immutable after
     construction, hence thread-safe.
     """
 
