@@ -31,7 +31,6 @@ _LINK = re.compile(r"\]\(([^)#:\s]+)(?:#[^)]*)?\)")      # a relative Markdown l
 # TODO(issue 35): references in files whose owners fix them in their own branches (planner, CLI,
 # inputs, cost model) and the rule references to the seed article, which has no public address yet.
 KNOWN: dict[str, str] = {
-    "advisor/costmodel/": "the lead's cost-model branch",
     "advisor/inputs/": "the CLI/inputs helper's branch",
     "advisor/planner/": "the planner helper's branch",
     "advisor/cli.py": "the CLI/inputs helper's branch",

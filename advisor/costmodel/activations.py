@@ -13,7 +13,7 @@ Sources:
 - Approximations, stated: MLA (DeepSeek-V2/V3) attention stores the compressed q/kv latents
   (q_lora + kv_lora + rope widths, 16-bit, replicated over TP like the LayerNorm outputs) and the
   up-projected per-head Q, K (nope + rope dims) and V (v_head_dim), TP-sharded by heads; MoE
-  expert activations follow `moe_mlp_activations`; CP divides every stored token by cp while the
+  expert activations follow `MoEActivations`; CP divides every stored token by cp while the
   non-flash score matrix spans the full sequence; a layer with TP degree above the KV-head count
   replicates KV heads (Megatron M6), so K/V are divided by min(t, kv_heads).
 """
@@ -321,7 +321,7 @@ def _layer_acts(c: Ctx, A, recompute: str, moe: bool) -> float:
 def _hybrid_layer_acts(c: Ctx, A, recompute: str) -> tuple:
     """Per-layer activation bytes of a hybrid stack's kinds (Mamba, attention, MLP, MoE) for one
     micro-batch on one rank: attention-only and MLP-only layers are the two halves of
-    per_layer_activations, an MoE layer moe_mlp_activations alone, a Mamba layer mamba_activations;
+    LayerActivations, an MoE layer MoEActivations alone, a Mamba layer MambaActivations;
     full recompute keeps each layer's input."""
     lin = A.fp8_activation_bytes * c.lowp_bytes if c.lowp_bytes else 2.0
     masks = dropout_masks(c, A)

@@ -177,7 +177,7 @@ def dequant_bytes(c: Ctx, n_dense: float, n_moe: float) -> float:
 
 
 def model_adapter_params(model, rank: int, targets: tuple) -> int:
-    """All adapter parameters of `model` (an inputs.Model) for rank r on `targets`: r * (d_in + d_out)
+    """All adapter parameters of `model` (an inputs.specs.Model) for rank r on `targets`: r * (d_in + d_out)
     per targeted linear, per layer; MoE layers adapt each routed and shared expert's MLP linears."""
     h, f = model.hidden, model.ffn_hidden
     hd = model.head_dim or h // model.heads

@@ -2,7 +2,7 @@
 
 Everything downstream (memory.py, comm.py, time.py) reads these attributes and does arithmetic
 only: no pydantic access, no string formatting, no pint. Degrees and groups follow Megatron-LM's
-rank order "tp-cp-ep-dp-pp" (parallel_state.py `RankGenerator`; research/anchors-selection.md M1-M3):
+rank order "tp-cp-ep-dp-pp" (NVIDIA/Megatron-LM megatron/core/parallel_state.py `RankGenerator`):
 the dense data-parallel group that reduces gradients and shards the distributed optimizer is
 dp*cp ranks (get_data_parallel_group(with_context_parallel=True)); expert parameters live on an
 etp x ep grid with expert-DP = world / (etp * ep * pp) (M2).

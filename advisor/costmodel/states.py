@@ -9,17 +9,17 @@ Sources:
   * DeepSpeed's own estimators (deepspeed/runtime/zero/stage_1_and_2.py
     `estimate_zero2_model_states_mem_needs`: 2P + 18P/N, offload -> 2P; stage3.py
     `estimate_zero3_model_states_mem_needs`: 4*largest_layer + 18P/N, optimizer offload -> + 2P/N,
-    params+optimizer offload -> 4*largest_layer; research/peers-measured.md §2): 18 = 2 fp16 grads
+    params+optimizer offload -> 4*largest_layer): 18 = 2 fp16 grads
     + 4 fp32 grads + 4 fp32 params + 8 Adam for ZeRO-2; for ZeRO-3, 2 fp16 params + 16.
-  * Megatron-LM distributed optimizer (docs/user-guide/features/dist_optimizer.md): bf16 params with
-    fp32 main grads 18 B/param plain, 6 + 12/d distributed; fp16/fp16 20 plain, 4 + 16/d
-    (research/anchors-selection.md §2). d is the data-parallel-with-context-parallel group.
+  * Megatron-LM distributed optimizer (NVIDIA/Megatron-LM docs/user-guide/features/dist_optimizer.md):
+    bf16 params with fp32 main grads 18 B/param plain, 6 + 12/d distributed; fp16/fp16 20 plain, 4 + 16/d;
+    d is the data-parallel-with-context-parallel group.
   * NeMo 1.x Apex distributed Adam (nemo/core/optim/distributed_adam.py; megatron_base_model.py
     `setup_optimization`): no separate fp32 master when the optimizer dtype equals the bf16 model's,
     param remainders otherwise: Assumptions.megatron_optimizer_bytes (4 or 10 instead of 12).
   * Megatron theoretical_memory_usage.py `compute_weight_and_optimizer_memory`: most-loaded shard is
     the first pipeline stage with the embedding; TP-sharded block weights + replicated norms; experts
-    over etp*ep with optimizer over expert-DP = world/(etp*ep*pp) (anchors-selection.md §2.1).
+    over etp*ep with optimizer over expert-DP = world/(etp*ep*pp).
 """
 
 from __future__ import annotations

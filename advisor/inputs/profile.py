@@ -174,10 +174,11 @@ class Profile(_Frozen):
     forward + backward, with the backward counted as 2.5 x the forward FLOPs."""
     memory_bound: Grid
     """x: log2 bytes one kernel moves (one y node)."""
-    elementwise: float = Field(gt=0, le=1e6)
+    elementwise: float = Field(gt=0, le=1e9)
     """GPU seconds x HBM bytes/s per stored activation byte of an eager PyTorch layer's element-wise
     kernels forward + backward (norms, RoPE, SwiGLU, residual adds, copies): the time they take, as
-    full-bandwidth traffic per byte the layer keeps for its backward."""
+    full-bandwidth traffic per byte the layer keeps for its backward (an H200 measures ~10; the bound
+    admits a CPU smoke run read against a GPU's datasheet, which measured up to 3.4e6)."""
     host: HostCost
     sustained: dict[Literal["bf16", "fp8", "fp4"], float] = {}
     """GEMM throughput after seconds of back-to-back work over that of a short burst, per format (the
