@@ -1,13 +1,6 @@
-"""Ranking: every layout that fits gets a step time; the fastest step wins, except that candidates
-within the estimate's measured error of the fastest (`Ties.band`, inputs.uncertainty.STEP_TIME_ERROR)
-are ordered by `tie_break` (with the rules' "ep_over_tp" for MoE, less TP; with "dp_before_tp", memory
-headroom, then less model parallelism; with "tp_before_pp", more TP inside the NVLink domain; then
-memory within what expert layouts use; less CP; then fewer parallel dimensions, an even pipeline split,
-smaller model parallelism, no VPP, lower ZeRO stage, less recompute), because the estimate cannot tell
-them apart. Layouts that leave less memory free than the memory estimate's measured error (or
-Training.memory_headroom) rank after all others. The audit's legality rules then have the last word
-on each pick, and its advice decides among near-ties (search.pick).
-"""
+"""Ranking: the order of the layouts that fit (`ordered`), the tie-break among near-ties (`Ties`,
+`CRITERIA`), and why each alternative ranks after the choice (`why_lost`). The algorithm:
+planner/__init__.py."""
 
 from __future__ import annotations
 
@@ -28,7 +21,7 @@ COMFORTABLE_MEMORY = EXPERT_MEMORY_SHARE.value
 
 
 class Criterion(NamedTuple):
-    """One preference of the tie-break. `name`: its term of the tie key (TERMS, which tie_terms
+    """One preference of the tie-break. `name`: its term of the tie key (TERMS, which TieInputs.terms
     computes; smaller goes first); `words`: how an alternative's reason names it when it decides;
     `fields`: the layout fields it reads, shown there as "alternative vs choice" ("memory": the
     memory share); `summary`: how the trace's one-line summary of the order names it (None: covered
@@ -39,12 +32,27 @@ class Criterion(NamedTuple):
     summary: str | None = None
 
 
-def tie_terms(tp, pp, cp, ep, vpp, offload, zero, recompute, mbs, crowded, ties) -> tuple:
-    """Every criterion's term of one layout, in TERMS order (smaller goes first). One call per layout
-    that fits; each order picks its terms with an itemgetter (TIE_KEYS)."""
-    return (tp, ep == 1, ep > ties.domain, -tp, crowded, cp,
-            (tp > 1) + (pp > 1) + (cp > 1) + (ep > 1), ties.layers % pp != 0, tp * pp * cp, vpp,
-            OFFLOAD_RANK[offload], zero, RECOMPUTE_RANK[recompute], pp, -mbs)
+class TieInputs(NamedTuple):
+    """What the tie-break reads of one layout: its degrees, offload, ZeRO stage, recompute level and
+    micro-batch, and whether it uses more GPU memory than Ties.roomy (`crowded`)."""
+    tp: int
+    pp: int
+    cp: int
+    ep: int
+    vpp: int
+    offload: str
+    zero: int
+    recompute: str
+    mbs: int
+    crowded: bool
+
+    def terms(self, ties: Ties) -> tuple:
+        """Every criterion's term, in TERMS order (smaller goes first). One call per layout that
+        fits; each order picks its terms with an itemgetter (TIE_KEYS)."""
+        tp, pp, cp, ep = self.tp, self.pp, self.cp, self.ep
+        return (tp, ep == 1, ep > ties.domain, -tp, self.crowded, cp,
+                (tp > 1) + (pp > 1) + (cp > 1) + (ep > 1), ties.layers % pp != 0, tp * pp * cp, self.vpp,
+                OFFLOAD_RANK[self.offload], self.zero, RECOMPUTE_RANK[self.recompute], pp, -self.mbs)
 
 
 TERMS = ("less_tp", "some_ep", "expert_group_in_domain", "more_tp", "headroom", "less_cp",
@@ -83,7 +91,7 @@ CRITERIA: dict[str, tuple[Criterion, ...]] = {
                    Criterion("expert_group_in_domain", "the expert group inside the NVLink domain", ("ep",),
                              "EP x expert TP inside the NVLink domain"),
                    HEADROOM, LESS_CP, *SIMPLICITY),
-    # Seed row 2 "TP first, then PP"; Narayanan takeaway #1: TP up to the server (fastest links, no
+    # Narayanan et al. 2021 (arXiv:2104.04473), takeaway #1: TP up to the server (fastest links, no
     # bubble), then PP.
     "tp_before_pp": (Criterion("more_tp", "more TP inside the NVLink domain", ("tp",), "more TP"),
                      HEADROOM, LESS_CP, *SIMPLICITY),
@@ -100,7 +108,7 @@ CRITERIA: dict[str, tuple[Criterion, ...]] = {
 
 
 def _picker(criteria: tuple[Criterion, ...]) -> Callable:
-    """The tie key of `criteria` from a layout's terms: tie_terms(...) -> the key."""
+    """The tie key of `criteria` from a layout's terms (TieInputs.terms)."""
     return itemgetter(*(TERMS.index(c.name) for c in criteria))
 
 
@@ -118,7 +126,7 @@ class Ties(NamedTuple):
     order: str        # the rules' preference: "ep_over_tp", "dp_before_tp", "tp_before_pp" or "simplicity"
     layers: int
     domain: int       # GPUs per NVLink domain (in this job)
-    pick: Callable    # TIE_KEYS[order]: the tie key from tie_terms(...)
+    pick: Callable    # TIE_KEYS[order]: the tie key from TieInputs.terms
     band: float = NEAR_TIE                    # step times within (1 + band) of the fastest are near-ties
     tight: float = 1 - memory_headroom(None)  # a layout above this share of GPU memory ranks after all others
     roomy: float = COMFORTABLE_MEMORY         # among near-ties, a layout within this share goes first
@@ -144,9 +152,9 @@ def tie_break(cand: Candidate, ties: Ties) -> tuple:
     key = cand.tie_key
     if key is None:
         lay = cand.layout
-        key = cand.tie_key = ties.pick(tie_terms(lay.tp, lay.pp, lay.cp, lay.ep, lay.vpp, lay.offload, lay.zero_stage,
+        key = cand.tie_key = ties.pick(TieInputs(lay.tp, lay.pp, lay.cp, lay.ep, lay.vpp, lay.offload, lay.zero_stage,
                                                  lay.recompute, lay.micro_batch_size,
-                                                 cand.memory_share > ties.roomy, ties))
+                                                 cand.memory_share > ties.roomy).terms(ties))
     return key
 
 

@@ -5,7 +5,7 @@ Shapes follow the rules' decisions (the strategy: zero-dp keeps tp = pp = 1; lim
 NVLink domain; features: CP only from 8K tokens) and skip what the audit's error rules would refuse
 anyway, to save the sizing: each such check below is the statement of one audit rule, named in
 LEGALITY, and tests/test_space_legality.py proves that whatever it drops, that rule refuses. The
-audit rules stay the one statement of what is legal; every pick is screened by them (search.pick).
+audit rules stay the one statement of what is legal; every pick is screened by them (alternatives.pick).
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def divisors(n: int) -> list[int]:
 
 def even_or_expressible(layers: int, pp: int) -> bool:
     """Megatron splits evenly, or with --decoder-first/last-pipeline-num-layers around even middle
-    stages (estimate.context.megatron_split, the split the cost model uses)."""
+    stages (inputs.pipeline.megatron_split, the split the cost model uses)."""
     return pp <= layers and megatron_split(layers, pp) is not None
 
 
@@ -195,15 +195,24 @@ def shapes(cluster: Cluster, model: Model, training: Training, decisions: Decisi
     return out
 
 
-def base_of(shape) -> tuple:
-    """A Shape's or a Layout's degrees (tp, pp, cp, ep, dp): the shape its variants share."""
-    return (shape.tp, shape.pp, shape.cp, shape.ep, shape.dp)
+class Base(NamedTuple):
+    """A shape's degrees without its virtual stages: what its (micro-batch, vpp) variants share."""
+    tp: int
+    pp: int
+    cp: int
+    ep: int
+    dp: int
 
 
-def variants_of(shapes_and_bases: list[tuple[Shape, tuple]], gbs: int, mbs_options: tuple) -> dict[tuple, list]:
+def base_of(shape) -> Base:
+    """A Shape's or a Layout's Base."""
+    return Base(shape.tp, shape.pp, shape.cp, shape.ep, shape.dp)
+
+
+def variants_of(shapes_and_bases: list[tuple[Shape, Base]], gbs: int, mbs_options: tuple) -> dict[Base, list]:
     """base -> its (micro-batch, vpp) options: the micro-batch divides the global batch over dp
     (DeepSpeed's batch identity), and interleaving needs the micro-batches to fill the stages (M10/M11)."""
-    variants: dict[tuple, list[tuple[int, int]]] = {}
+    variants: dict[Base, list[tuple[int, int]]] = {}
     for shape, b in shapes_and_bases:
         for mbs in mbs_options:
             m = gbs // (mbs * shape.dp)
