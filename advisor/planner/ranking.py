@@ -21,7 +21,7 @@ COMFORTABLE_MEMORY = EXPERT_MEMORY_SHARE.value
 
 
 class Criterion(NamedTuple):
-    """One preference of the tie-break. `name`: its term of the tie key (TERMS, which TieInputs.terms
+    """One preference of the tie-break. `name`: its term of the tie key (TERMS, which tie_terms
     computes; smaller goes first); `words`: how an alternative's reason names it when it decides;
     `fields`: the layout fields it reads, shown there as "alternative vs choice" ("memory": the
     memory share); `summary`: how the trace's one-line summary of the order names it (None: covered
@@ -32,27 +32,15 @@ class Criterion(NamedTuple):
     summary: str | None = None
 
 
-class TieInputs(NamedTuple):
-    """What the tie-break reads of one layout: its degrees, offload, ZeRO stage, recompute level and
-    micro-batch, and whether it uses more GPU memory than Ties.roomy (`crowded`)."""
-    tp: int
-    pp: int
-    cp: int
-    ep: int
-    vpp: int
-    offload: str
-    zero: int
-    recompute: str
-    mbs: int
-    crowded: bool
-
-    def terms(self, ties: Ties) -> tuple:
-        """Every criterion's term, in TERMS order (smaller goes first). One call per layout that
-        fits; each order picks its terms with an itemgetter (TIE_KEYS)."""
-        tp, pp, cp, ep = self.tp, self.pp, self.cp, self.ep
-        return (tp, ep == 1, ep > ties.domain, -tp, self.crowded, cp,
-                (tp > 1) + (pp > 1) + (cp > 1) + (ep > 1), ties.layers % pp != 0, tp * pp * cp, self.vpp,
-                OFFLOAD_RANK[self.offload], self.zero, RECOMPUTE_RANK[self.recompute], pp, -self.mbs)
+def tie_terms(degrees: tuple, vpp: int, offload: str, zero: int, recompute: str, mbs: int, crowded: bool,
+              ties: Ties) -> tuple:
+    """Every criterion's term of one layout, in TERMS order (smaller goes first): `degrees` its
+    (tp, pp, cp, ep, ...), `crowded` whether it uses more GPU memory than Ties.roomy. One call per
+    layout that fits; each order picks its terms with an itemgetter (TIE_KEYS)."""
+    tp, pp, cp, ep = degrees[0], degrees[1], degrees[2], degrees[3]
+    return (tp, ep == 1, ep > ties.domain, -tp, crowded, cp,
+            (tp > 1) + (pp > 1) + (cp > 1) + (ep > 1), ties.layers % pp != 0, tp * pp * cp, vpp,
+            OFFLOAD_RANK[offload], zero, RECOMPUTE_RANK[recompute], pp, -mbs)
 
 
 TERMS = ("less_tp", "some_ep", "expert_group_in_domain", "more_tp", "headroom", "less_cp",
@@ -108,7 +96,7 @@ CRITERIA: dict[str, tuple[Criterion, ...]] = {
 
 
 def _picker(criteria: tuple[Criterion, ...]) -> Callable:
-    """The tie key of `criteria` from a layout's terms (TieInputs.terms)."""
+    """The tie key of `criteria` from a layout's terms (tie_terms)."""
     return itemgetter(*(TERMS.index(c.name) for c in criteria))
 
 
@@ -126,7 +114,7 @@ class Ties(NamedTuple):
     order: str        # the rules' preference: "ep_over_tp", "dp_before_tp", "tp_before_pp" or "simplicity"
     layers: int
     domain: int       # GPUs per NVLink domain (in this job)
-    pick: Callable    # TIE_KEYS[order]: the tie key from TieInputs.terms
+    pick: Callable    # TIE_KEYS[order]: the tie key from tie_terms
     band: float = NEAR_TIE                    # step times within (1 + band) of the fastest are near-ties
     tight: float = 1 - memory_headroom(None)  # a layout above this share of GPU memory ranks after all others
     roomy: float = COMFORTABLE_MEMORY         # among near-ties, a layout within this share goes first
@@ -152,9 +140,9 @@ def tie_break(cand: Candidate, ties: Ties) -> tuple:
     key = cand.tie_key
     if key is None:
         lay = cand.layout
-        key = cand.tie_key = ties.pick(TieInputs(lay.tp, lay.pp, lay.cp, lay.ep, lay.vpp, lay.offload, lay.zero_stage,
-                                                 lay.recompute, lay.micro_batch_size,
-                                                 cand.memory_share > ties.roomy).terms(ties))
+        key = cand.tie_key = ties.pick(tie_terms((lay.tp, lay.pp, lay.cp, lay.ep), lay.vpp, lay.offload,
+                                                 lay.zero_stage, lay.recompute, lay.micro_batch_size,
+                                                 cand.memory_share > ties.roomy, ties))
     return key
 
 

@@ -11,7 +11,7 @@ from .events import PlanEvent
 from .job import MAX_REJECT_EVENTS, Family, Job
 from ..results.audit import Screening
 from .messages import host_need, host_short, need_and_capacity, short_of, shortfall
-from .ranking import TieInputs, tie_break
+from .ranking import tie_break, tie_terms
 from .space import MBS_OPTIONS, OFFLOAD, RECOMPUTE, Base, Shape, base_of, shapes, stages, variants_of
 from .state import Coarse, Fine, Option, Parked, Sizings, Variant
 
@@ -34,6 +34,13 @@ class Search:
         self.zero_stages = {pipelined: stages(family.policy.zero_stages, family.framework, 2 if pipelined else 1)
                             for pipelined in (False, True)}
         self.zero_min = min(self.zero_stages[False])
+        # the options to try, by pp > 1, each ZeRO stage's in offload order; DeepSpeed offload_config.py:
+        # parameter offload needs ZeRO-3, optimizer offload a stage >= 1
+        self.options = {pipelined: [[Option(zero, offload) for offload in self.offloads
+                                     if not ((offload == "optimizer+params" and zero != 3)
+                                             or (offload == "optimizer" and zero < 1))]
+                                    for zero in self.zero_stages[pipelined]]
+                        for pipelined in (False, True)}
         self.ties = job.ties(family.policy.tie_order)
         self.found: list[Candidate] = []
         self.closest: Closest | None = None
@@ -125,18 +132,14 @@ class Search:
         micro-batch, chunks in flight), so what did not fit the coarse layout cannot fit it."""
         shape_fits = False
         explore_option = self.explore_option
-        for zero in self.zero_stages[shape.pp > 1]:
-            for offload in self.offloads:
-                # DeepSpeed offload_config.py: parameter offload needs ZeRO-3; optimizer offload a stage >= 1.
-                if (offload == "optimizer+params" and zero != 3) or (offload == "optimizer" and zero < 1):
-                    continue
-                option = Option(zero, offload)
+        for by_zero in self.options[shape.pp > 1]:
+            for option in by_zero:
                 if levels is not None and option not in levels:
                     continue
                 first = 0 if levels is None else levels[option]
                 if explore_option(shape, b, mbs, option, first, variants_of_shape, threshold):
                     shape_fits = True
-                    if offload == "none":
+                    if option.offload == "none":
                         break                                    # offload only when nothing fits
         return shape_fits
 
@@ -153,44 +156,38 @@ class Search:
         hint = self.level_hint
         start = hint if self.last_fitted and hint is not None and first <= hint < top else top
         sizings = self.first_sizing(shape, mbs, option, start)
-        hi = self.least_fitting(sizings, first, start)
-        if hi is None:
-            self.no_fit(shape, mbs, option, *self.sized_at(sizings, top))
-            return False
+        sized_at = self.sized_at
+        # Memory only shrinks with more recompute: when the first level does not fit, the most
+        # frugal one decides whether any does; then the least level that fits, by bisection.
+        sized = sizings.at[start][1]
+        if sized.fits and sized.host_fits:
+            lo, hi = first, start            # hi fits
+        else:
+            frugal, sized = sized_at(sizings, top)
+            if not (sized.fits and sized.host_fits):
+                self.no_fit(shape, mbs, option, frugal, sized)
+                return False
+            lo, hi = start + 1, top
+        while lo < hi:
+            mid = (lo + hi) // 2
+            sized = sized_at(sizings, mid)[1]
+            if sized.fits and sized.host_fits:
+                hi = mid
+            else:
+                lo = mid + 1
         self.level_hint = hi
         self.last_fitted = True
         if threshold is not None:
             # larger micro-batches of this shape and vpp need at least this level (try_variant)
             self.fine.needed.setdefault((b, shape.vpp, option), []).append((mbs, hi))
             if hi > first:
-                floor = floor_of(self.sized_at(sizings, hi)[1], (mbs, shape.vpp))
+                floor = floor_of(sized_at(sizings, hi)[1], (mbs, shape.vpp))
                 if floor > threshold:
                     key = Variant(b, mbs, shape.vpp)
                     self.fine.parked.setdefault(key, []).append(Parked(floor, sizings, hi))
                     return True
         self.timed(sizings, hi, variants_of_shape)
         return True
-
-    def least_fitting(self, sizings: Sizings, first: int, start: int) -> int | None:
-        """The least recompute index from `first` that fits (None: not even the most frugal).
-        Memory only shrinks with more recompute: when the first level sized (`start`) does not fit,
-        the most frugal one decides whether any does; then the least level that fits, by bisection."""
-        sized = sizings.at[start][1]
-        if sized.fits and sized.host_fits:
-            lo, hi = first, start            # hi fits
-        else:
-            sized = self.sized_at(sizings, self.top)[1]
-            if not (sized.fits and sized.host_fits):
-                return None
-            lo, hi = start + 1, self.top
-        while lo < hi:
-            mid = (lo + hi) // 2
-            sized = self.sized_at(sizings, mid)[1]
-            if sized.fits and sized.host_fits:
-                hi = mid
-            else:
-                lo = mid + 1
-        return hi
 
     def timed(self, sizings: Sizings, hi: int, variants_of_shape: list | None) -> None:
         """Time the least recompute level that fits (hi) and, while the layout stays tight, more;
@@ -293,14 +290,15 @@ class Search:
 
     def refine(self, b: Base, threshold: float) -> None:
         """The variants of one shape whose floor is within threshold."""
-        for (mbs, vpp), floor in self.coarse.floors[b].items():
+        for floor, key in self.coarse.by_base[b]:
             if floor <= threshold:
-                self.try_variant(Variant(b, mbs, vpp), threshold)
+                self.try_variant(key, threshold)
 
     def pick_key(self) -> tuple:
         group = [c for c in self.found if not c.tight] or self.found
         band, ties = self.band, self.ties
-        return min((tie_break(c, ties), c.step_time) for c in group if c.step_time <= band)
+        # (c.tie_key: tie_break's cached key, a non-empty tuple, saving the call once it is known)
+        return min((c.tie_key or tie_break(c, ties), c.step_time) for c in group if c.step_time <= band)
 
     def favourable_key(self, key: Variant) -> tuple:
         """The variant's tie-break key at its most favourable (least recompute, lowest ZeRO stage, no
@@ -308,9 +306,8 @@ class Search:
         found = self.fine.favourable.get(key)
         if found is None:
             b, ties = key.base, self.ties
-            found = self.fine.favourable[key] = ties.pick(TieInputs(
-                b.tp, b.pp, b.cp, b.ep, key.vpp, self.offloads[0], self.zero_min, self.recomputes[0], key.mbs,
-                False).terms(ties))
+            found = self.fine.favourable[key] = ties.pick(tie_terms(b, key.vpp, self.offloads[0], self.zero_min,
+                                                                    self.recomputes[0], key.mbs, False, ties))
         return found
 
     def fine_pass(self) -> None:
@@ -333,12 +330,13 @@ class Search:
             if (len(fine.tried), len(self.found)) == before:  # the best can rise once, when the first roomy layout appears
                 break
         band = self.band = self.best * (1 + self.ties.band)
+        tried, parked = fine.tried, fine.parked     # a variant waits: never tried, or options of it parked
         hopefuls = sorted((self.favourable_key(key), floor, key) for floor, key in pending
-                          if floor <= band and fine.waiting(key))
+                          if floor <= band and (key not in tried or parked.get(key)))
         current = self.pick_key()
         for fav, floor, key in hopefuls:
             if (fav, floor) > current:
                 break
-            if fine.waiting(key):
+            if key not in tried or parked.get(key):
                 try_variant(key, band)
                 current = self.pick_key()

@@ -214,10 +214,11 @@ def variants_of(shapes_and_bases: list[tuple[Shape, Base]], gbs: int, mbs_option
     (DeepSpeed's batch identity), and interleaving needs the micro-batches to fill the stages (M10/M11)."""
     variants: dict[Base, list[tuple[int, int]]] = {}
     for shape, b in shapes_and_bases:
-        for mbs in mbs_options:
-            m = gbs // (mbs * shape.dp)
-            if gbs % (mbs * shape.dp) == 0 and (shape.vpp == 1 or (m >= shape.pp and m % shape.pp == 0)):
-                variants.setdefault(b, []).append((mbs, shape.vpp))
+        dp, pp, vpp = shape.dp, shape.pp, shape.vpp
+        legal = [(mbs, vpp) for mbs in mbs_options if gbs % (mbs * dp) == 0
+                 and (vpp == 1 or (gbs // (mbs * dp) >= pp and gbs // (mbs * dp) % pp == 0))]
+        if legal:           # (one list per shape, not an append per variant: the search's hot start)
+            variants.setdefault(b, []).extend(legal)
     return variants
 
 

@@ -47,18 +47,20 @@ class Coarse:
     """What the coarse pass learned, per base (space.Base): its (micro-batch, vpp) options
     (`variants`); for those that fit, their step-time floors (s), the least recompute index each
     (ZeRO, offload) option needed (`levels`), the layout to build variants from (`probe`); and each
-    (base, vpp)'s shape (`by_vpp`)."""
+    (base, vpp)'s shape (`by_vpp`); each base's variants with their floors (`by_base`, once pending())."""
     variants: dict[Base, list[tuple[int, int]]] = field(default_factory=dict)
     floors: dict[Base, dict[tuple[int, int], float]] = field(default_factory=dict)
     levels: dict[Base, dict[Option, int]] = field(default_factory=lambda: defaultdict(dict))
     probe: dict[Base, Layout] = field(default_factory=dict)
     by_vpp: dict[tuple[Base, int], Shape] = field(default_factory=dict)
+    by_base: dict[Base, list[tuple[float, Variant]]] = field(default_factory=dict)
 
     def pending(self) -> list[tuple[float, Variant]]:
         """Every variant of the shapes that fit with its floor, lowest floor first (stable: ties keep
-        the coarse pass's order)."""
-        every = [(floor, Variant(b, mbs, vpp)) for b, floors in self.floors.items()
-                 for (mbs, vpp), floor in floors.items()]
+        the coarse pass's order); by_base then holds each base's, in its floors' order."""
+        by_base = self.by_base = {b: [(floor, Variant(b, mbs, vpp)) for (mbs, vpp), floor in floors.items()]
+                                  for b, floors in self.floors.items()}
+        every = [pair for pairs in by_base.values() for pair in pairs]
         every.sort(key=itemgetter(0))
         return every
 
@@ -76,7 +78,3 @@ class Fine:
     level_floors: dict[Variant, tuple[int, float]] = field(default_factory=dict)
     failed: dict[tuple[Base, int], int] = field(default_factory=dict)
     favourable: dict[Variant, tuple] = field(default_factory=dict)
-
-    def waiting(self, key: Variant) -> bool:
-        """Whether the variant is still worth a try: never tried, or options of it are parked."""
-        return key not in self.tried or bool(self.parked.get(key))
