@@ -12,7 +12,7 @@ from .job import MAX_REJECT_EVENTS, Family, Job
 from ..results.audit import Screening
 from .messages import host_need, host_short, need_and_capacity, short_of, shortfall
 from .ranking import tie_break, tie_terms
-from .space import MBS_OPTIONS, OFFLOAD, RECOMPUTE, Base, Shape, base_of, shapes, stages, variants_of
+from .space import MBS_OPTIONS, OFFLOAD, RECOMPUTE, Base, Shape, shapes, stages, variants_of
 from .state import Coarse, Fine, Option, Parked, Sizings, Variant
 
 
@@ -217,7 +217,7 @@ class Search:
         job, family = self.job, self.family
         legal = shapes(job.cluster, job.model, job.training, family.policy.decisions, family.strategy,
                        family.framework)
-        shaped = [(shape, base_of(shape)) for shape in legal]
+        shaped = [(s, Base(s.tp, s.pp, s.cp, s.ep, s.dp)) for s in legal]
         variants = coarse.variants
         variants.update(variants_of(shaped, self.gbs, self.mbs_options))
         for shape, b in shaped:

@@ -176,6 +176,7 @@ def shapes(cluster: Cluster, model: Model, training: Training, decisions: Decisi
     # (deepspeedai/DeepSpeed deepspeed/runtime/pipe/schedule.py): no virtual stages there.
     vpps = {pp: vpp_options(model.layers, pp) if framework == "megatron" else [1] for pp in pps}
     moe = model.is_moe
+    dp_low, dp_high = decisions.lower("dp"), decisions.upper("dp")     # within("dp", .), read once
     out = []
     for tp in tps:
         for pp in pps:
@@ -183,7 +184,7 @@ def shapes(cluster: Cluster, model: Model, training: Training, decisions: Decisi
                 if not world_divides(world, tp, pp, cp):
                     continue
                 dp = world // (tp * pp * cp)
-                if not within("dp", dp):
+                if dp < dp_low or (dp_high is not None and dp > dp_high):
                     continue
                 for ep in eps:
                     etp = 1 if (moe and tp > 1) else tp   # MoE zoo: expert TP 1 with EP
@@ -204,21 +205,24 @@ class Base(NamedTuple):
     dp: int
 
 
-def base_of(shape) -> Base:
-    """A Shape's or a Layout's Base."""
-    return Base(shape.tp, shape.pp, shape.cp, shape.ep, shape.dp)
-
 
 def variants_of(shapes_and_bases: list[tuple[Shape, Base]], gbs: int, mbs_options: tuple) -> dict[Base, list]:
     """base -> its (micro-batch, vpp) options: the micro-batch divides the global batch over dp
     (DeepSpeed's batch identity), and interleaving needs the micro-batches to fill the stages (M10/M11)."""
     variants: dict[Base, list[tuple[int, int]]] = {}
+    # (what is legal depends on (dp, pp, vpp) alone, shared by many shapes: worked out once for each)
+    legal_for: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
     for shape, b in shapes_and_bases:
-        dp, pp, vpp = shape.dp, shape.pp, shape.vpp
-        legal = [(mbs, vpp) for mbs in mbs_options if gbs % (mbs * dp) == 0
-                 and (vpp == 1 or (gbs // (mbs * dp) >= pp and gbs // (mbs * dp) % pp == 0))]
-        if legal:           # (one list per shape, not an append per variant: the search's hot start)
-            variants.setdefault(b, []).extend(legal)
+        key = dp, pp, vpp = shape.dp, shape.pp, shape.vpp
+        if key not in legal_for:
+            legal_for[key] = [(mbs, vpp) for mbs in mbs_options if gbs % (mbs * dp) == 0
+                              and (vpp == 1 or (gbs // (mbs * dp) >= pp and gbs // (mbs * dp) % pp == 0))]
+        legal = legal_for[key]
+        if legal:
+            if b in variants:
+                variants[b] += legal
+            else:
+                variants[b] = legal[:]
     return variants
 
 
