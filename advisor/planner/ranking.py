@@ -63,28 +63,25 @@ SIMPLICITY = (
 )
 # A layout within COMFORTABLE_MEMORY of the GPU (Ties.roomy): the room expert layouts leave.
 HEADROOM = Criterion("headroom", "memory headroom", ("memory",), "memory headroom")
-# CP comes after TP and headroom, not first: the rules enable it only for long sequences, where
-# Megatron-LM's guide recommends it (its reference table: TP4 PP4 CP2 for a 70B model at 8K on 64
-# GPUs), but among equals the smaller ring (its KV exchange crosses nodes) is the safer bet.
+# CP comes after TP and headroom: among equals the smaller ring (its KV exchange crosses nodes) is the
+# safer bet (sources of every order: docs/evidence/planner.md).
 LESS_CP = Criterion("less_cp", "less CP", ("cp",), "less CP")
 
 # The order of candidates the estimate cannot separate (within Ties.band of each other), by the
 # rules' preference (Ties.order):
 CRITERIA: dict[str, tuple[Criterion, ...]] = {
-    # MoE; Megatron-LM MoE README best practices: minimise model parallelism, prefer EP over TP for
-    # the experts (Mixtral EP8 x TP1 beats EP4 x TP2), keep the expert group inside the NVLink domain.
-    # The all-to-all group is ep x etp consecutive ranks; the planner's MoE shapes use etp 1 (space.shapes).
+    # MoE (Megatron-LM's MoE README): minimise model parallelism, EP over TP for the experts, the expert
+    # group inside the NVLink domain. The all-to-all group is ep x etp consecutive ranks; the planner's
+    # MoE shapes use etp 1 (space.shapes).
     "ep_over_tp": (Criterion("less_tp", "less TP", ("tp",), "less TP"),
                    Criterion("some_ep", "EP over none", ("ep",)),
                    Criterion("expert_group_in_domain", "the expert group inside the NVLink domain", ("ep",),
                              "EP x expert TP inside the NVLink domain"),
                    HEADROOM, LESS_CP, *SIMPLICITY),
-    # Narayanan et al. 2021 (arXiv:2104.04473), takeaway #1: TP up to the server (fastest links, no
-    # bubble), then PP.
+    # Narayanan et al. 2021 (arXiv:2104.04473): TP up to the server, then PP.
     "tp_before_pp": (Criterion("more_tp", "more TP inside the NVLink domain", ("tp",), "more TP"),
                      HEADROOM, LESS_CP, *SIMPLICITY),
-    # Megatron-LM's parallelism guide (main): start with data parallelism, FSDP to split the model state,
-    # TP only if the model does not fit, PP for very large models; reduce TP against communication.
+    # Megatron-LM's parallelism guide: data parallelism (FSDP) first, TP only if the model does not fit.
     "dp_before_tp": (HEADROOM,
                      Criterion("model_parallelism", "less model parallelism (sharded data parallelism first)",
                                ("tp", "pp", "cp"), "less model parallelism"),

@@ -21,11 +21,10 @@ OFFLOAD = ("none", "optimizer", "optimizer+params")
 # each one's position in its tuple, for the tie key (a subscript instead of a call to .index)
 RECOMPUTE_RANK = {r: i for i, r in enumerate(RECOMPUTE)}
 OFFLOAD_RANK = {o: i for i, o in enumerate(OFFLOAD)}
-# Micro-batch sizes searched when the caller gives none: the published dev set's stated micro-batches
-# are 1 (48 records), 2 (11) and 4 (10); 8 and more appear three times, all small-model fine-tunes.
+# Micro-batch sizes searched when the caller gives none: those of the published dev set's records
+# (docs/evidence/planner.md).
 MBS_OPTIONS = (1, 2, 4)
-# Virtual-stage counts tried per pipeline shape: 1 and the two smallest of the smallest, middle and
-# largest usable divisor (vpp_options); the middle one is what Megatron's MoE guide recommends.
+# Virtual-stage counts tried per pipeline shape, 1 included (vpp_options; docs/evidence/planner.md).
 MAX_VPP_OPTIONS = 3
 
 
@@ -120,14 +119,10 @@ def even_or_expressible(layers: int, pp: int) -> bool:
 
 
 def vpp_options(layers: int, pp: int) -> list[int]:
-    """1, plus a few virtual-stage counts that split the (middle) ranks' layers evenly (Megatron M8/M9).
-    Megatron's MoE guide recommends 'a middle value' of the divisors of L/PP. With lighter first and
-    last stages (megatron_split) those ranks' first and last chunk may hold the embedding or the loss
-    alone (inputs.pipeline.virtual_stage_layers), so the count is capped at their layers + 1 and at the
-    middle ranks' layers: the split that counts the embedding and the loss as layers
-    (--account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split), whose divisors
-    of L/PP are those of (L + 2) / PP (126 layers on PP 16, Llama 3's split 7 | 8 x 14 | 7, interleave
-    as 3 | 4 x 30 | 3 with vpp 2; on PP 8, 15 | 16 x 6 | 15 in 8 chunks of 2 as Megatron-Bridge runs it)."""
+    """1, plus the smallest, middle and largest virtual-stage counts (at most MAX_VPP_OPTIONS in all)
+    that split the middle ranks' layers evenly (Megatron M8/M9), capped at the first and last ranks'
+    layers + 1 (their chunks may hold the embedding or the loss alone: the split that counts them as
+    layers). Examples and sources: docs/evidence/planner.md."""
     split = megatron_split(layers, pp) if pp >= 2 else None
     if split is None:
         return [1]
@@ -169,11 +164,8 @@ def shapes(cluster: Cluster, model: Model, training: Training, decisions: Decisi
 
     tps, pps, cps, eps = ([v for v in values if within(dim, v)]
                           for dim, values in (("tp", tps), ("pp", pps), ("cp", cps), ("ep", eps)))
-    # Virtual stages are Megatron-LM's interleaved 1F1B. Under Megatron-DeepSpeed a pipeline runs on
-    # DeepSpeed's PipelineEngine (microsoft/Megatron-DeepSpeed megatron/arguments.py: pp > 1 requires
-    # ds_pipeline_enabled, i.e. not --no-pipeline-parallel; training.py train_step calls
-    # PipelineEngine.train_batch), whose TrainSchedule is plain 1F1B over one model chunk per stage
-    # (deepspeedai/DeepSpeed deepspeed/runtime/pipe/schedule.py): no virtual stages there.
+    # Virtual stages are Megatron-LM's interleaved 1F1B; Megatron-DeepSpeed pipelines run on DeepSpeed's
+    # PipelineEngine, plain 1F1B (docs/evidence/planner.md).
     vpps = {pp: vpp_options(model.layers, pp) if framework == "megatron" else [1] for pp in pps}
     moe = model.is_moe
     dp_low, dp_high = decisions.lower("dp"), decisions.upper("dp")     # within("dp", .), read once
