@@ -37,12 +37,12 @@ from typing import NamedTuple
 from ..costmodel import Assumptions
 from ..inputs.specs import Cluster, Model, Training
 from ..rulebook.actions import Decisions
+from .alternatives import search_family
 from .candidates import Closest, PlanResult
 from .events import PlanEvent
 from .families import absorb, compare_other, family_framework, family_refused, narrow_framework, widen_to_megatron
 from .job import Family, Job, no_screening
 from .messages import need_and_capacity, needs, offload_basis, preference_set_aside
-from .alternatives import search_family
 
 __all__ = ["PlanEvent", "PlanResult", "plan"]
 

@@ -234,7 +234,7 @@ def best_of_missing_kinds(search: Search, listed: list[Layout]) -> list[Candidat
     fine pass does for the choice; legal: the audit's legality rules screen it like any pick."""
     extra = []
     for kind in KINDS:
-        if not kind.applies(search.model) or any(kind.holds(layout) for layout in listed):
+        if not kind.applies(search.job.model) or any(kind.holds(layout) for layout in listed):
             continue
         best = best_where(search, lambda c: kind.holds(c.layout) and not screened(search, c).errors,
                           [b for b in search.coarse.floors if kind.holds_shape(b)])
@@ -308,7 +308,7 @@ def reasons(search: Search, chosen: Candidate, alternatives: list[Candidate]) ->
     if chosen.tight:
         search.events.append(PlanEvent("note", f"every fitting layout uses more than {search.ties.tight:.0%} "
                                                "of GPU memory: expect little room for fragmentation"))
-    split_note = pipeline_note(chosen.layout, search.model)
+    split_note = pipeline_note(chosen.layout, search.job.model)
     if split_note is not None:
         search.events.append(PlanEvent("note", split_note, chosen.layout.id))
     fastest = min(c.step_time for c in search.found if c.tight is chosen.tight)

@@ -21,9 +21,7 @@ class Search:
     Outcome. Its state (found, coarse, fine, best) is its own: it writes to nothing else."""
 
     def __init__(self, job: Job, family: Family, logged: frozenset = frozenset()):
-        self.job, self.family, self.framework = job, family, family.framework
-        self.cluster, self.model, self.training, self.assumptions = job.cluster, job.model, job.training, \
-            job.assumptions
+        self.job, self.family = job, family
         self.gbs = job.training.global_batch_size
         self.mbs_options = (job.training.micro_batch_size,) if job.training.micro_batch_size else MBS_OPTIONS
         # selective recompute is Megatron's
@@ -70,7 +68,7 @@ class Search:
         # Valid by construction (every degree >= 1, literals from the closed sets above): built
         # without re-validation, as this is the innermost loop of the search.
         return build_unchecked(Layout, {
-            "framework": self.framework, "tp": shape.tp, "pp": shape.pp, "dp": shape.dp, "cp": shape.cp,
+            "framework": self.family.framework, "tp": shape.tp, "pp": shape.pp, "dp": shape.dp, "cp": shape.cp,
             "ep": shape.ep, "etp": shape.etp if shape.ep > 1 else None, "vpp": shape.vpp, "overlap_p2p_comm": True,
             "sp": shape.tp > 1 and self.family.policy.sp, "zero_stage": option.zero, "micro_batch_size": mbs,
             "num_microbatches": self.gbs // (mbs * shape.dp), "recompute": recompute, "offload": option.offload,
@@ -95,7 +93,8 @@ class Search:
         return True
 
     def first_sizing(self, shape: Shape, mbs: int, option: Option, start: int) -> Sizings:
-        cluster, model, training, assumptions = self.cluster, self.model, self.training, self.assumptions
+        job = self.job
+        cluster, model, training, assumptions = job.cluster, job.model, job.training, job.assumptions
         base = self.layout_for(shape, mbs, option, self.recomputes[start])
         sized = size(cluster, model, base, training, assumptions)
         self.examined += 1
@@ -103,7 +102,7 @@ class Search:
             # The offloaded states (whatever the recompute level) exceed host memory: ZeRO-Infinity
             # puts them on NVMe instead, which DeepSpeed allows with ZeRO-3 only (offload_config.py;
             # rule deepspeed.nvme-offload-needs-zero3). Their capacity is not checked.
-            if self.may_log((self.framework, shape.tp, shape.pp, shape.cp, shape.ep, *option, "cpu")):
+            if self.may_log((self.family.framework, shape.tp, shape.pp, shape.cp, shape.ep, *option, "cpu")):
                 self.events.append(PlanEvent("reject", host_short(sized) + "; offloading to NVMe instead",
                                              base.id, have=host_need(sized), want=sized.ctx.host_per_gpu))
             base = self.layout_for(shape, mbs, option, self.recomputes[start], "nvme")
@@ -118,7 +117,7 @@ class Search:
         if self.closest is None or short < self.closest.shortfall:
             self.closest = Closest(frugal, sized, short)
         if mbs == self.mbs_options[0] and shape.vpp == 1 and \
-                self.may_log((self.framework, shape.tp, shape.pp, shape.cp, shape.ep, *option)):
+                self.may_log((self.family.framework, shape.tp, shape.pp, shape.cp, shape.ep, *option)):
             have, want = need_and_capacity(sized)
             self.events.append(PlanEvent("reject", short_of(sized, self.recomputes[-1]), frugal.id,
                                          have=have, want=want))
@@ -284,8 +283,8 @@ class Search:
             layout = build_unchecked(Layout, dict(self.coarse.probe[b].__dict__, micro_batch_size=key.mbs,
                                                   vpp=key.vpp, num_microbatches=self.gbs // (key.mbs * b.dp),
                                                   recompute=self.recomputes[level]))
-            hit = self.fine.level_floors[key] = (level, floor_of_layout(self.cluster, self.model, layout,
-                                                                        self.training, self.assumptions))
+            hit = self.fine.level_floors[key] = (level, floor_of_layout(self.job.cluster, self.job.model, layout,
+                                                                        self.job.training, self.job.assumptions))
         return hit[1]
 
     def refine(self, b: Base, threshold: float) -> None:
