@@ -250,13 +250,22 @@ def best_where(search: Search, keep: Callable[[Candidate], bool], bases: list) -
     floor is within the current best's step time are sized until none is left (all of them while
     the best is tight, since a roomy one would come first whatever its time)."""
     while True:
-        best = next((c for c in sorted(search.found, key=lambda c: (c.tight, c.step_time)) if keep(c)), None)
+        best = first_kept(search.found, keep)
         limit = float("inf") if best is None or best.tight else best.step_time
         before = len(search.found)
         for b in bases:
             search.refine(b, limit)
         if len(search.found) == before:
             return best
+
+
+def first_kept(found: list[Candidate], keep: Callable[[Candidate], bool]) -> Candidate | None:
+    """The first candidate `keep` accepts, layouts with headroom first, then by step time (a stable
+    order: decorated tuples, the index last, instead of a key function called per candidate)."""
+    for *_, i in sorted([(c.tight, c.step_time, i) for i, c in enumerate(found)]):
+        if keep(found[i]):
+            return found[i]
+    return None
 
 
 def explain_advice(search: Search, chosen: Candidate) -> None:

@@ -195,10 +195,13 @@ def ordered(found: list[Candidate], ties: Ties) -> list[Candidate]:
         if not scored:
             continue
         limit = min([c.step_time for c in scored]) * (1 + ties.band)
-        # (c.tie_key: tie_break's cached key, a non-empty tuple, saving the call once it is known)
-        ordered += sorted([c for c in scored if c.step_time <= limit],
-                          key=lambda c: (c.tie_key or tie_break(c, ties), c.step_time))
-        ordered += sorted([c for c in scored if c.step_time > limit],
-                          key=lambda c: (c.step_time, c.tie_key or tie_break(c, ties)))
+        # Sorted by decorated tuples (a comprehension, not a key function called per candidate), the
+        # index last so that equal keys keep their order, as a stable sort does. (c.tie_key:
+        # tie_break's cached key, a non-empty tuple, saving the call once it is known.)
+        near = sorted([(c.tie_key or tie_break(c, ties), c.step_time, i)
+                       for i, c in enumerate(scored) if c.step_time <= limit])
+        far = sorted([(c.step_time, c.tie_key or tie_break(c, ties), i)
+                      for i, c in enumerate(scored) if c.step_time > limit])
+        ordered += [scored[i] for *_, i in near] + [scored[i] for *_, i in far]
     return ordered
 

@@ -191,8 +191,9 @@ class Search:
     def timed(self, sizings: Sizings, hi: int, variants_of_shape: list | None) -> None:
         """Time the least recompute level that fits (hi) and, while the layout stays tight, more;
         with variants_of_shape (the coarse pass), with the floors of those variants."""
+        at = sizings.at
         for i in range(hi, self.top + 1):
-            layout, sized = self.sized_at(sizings, i)
+            layout, sized = at[i] if i in at else self.sized_at(sizings, i)     # (no call when sized already)
             if sized.fits and sized.host_fits:
                 tight = sized.total > self.ties.tight * sized.capacity
                 if variants_of_shape is None:
