@@ -187,9 +187,11 @@ def complete_alternatives(search: Search, picked: Picked, every: list) -> bool:
     of them when a tight layout closes the list, or fewer were listed than asked because the
     audit refused some); the list is made again until it stands. The choice does not move
     (step 2 of the fine pass)."""
+    max_alternatives = search.family.max_alternatives
+    if not max_alternatives:
+        return False          # a comparison search lists only its choice, which does not move
     chosen, alternatives = picked.chosen, picked.alternatives
     band = search.best * (1 + search.ties.band)
-    max_alternatives = search.family.max_alternatives
     entries: dict[tuple, Candidate] = {}      # (tp, pp, cp, ep, ZeRO stage) -> its listed layout
     for c in (chosen, *alternatives):
         lay = c.layout
