@@ -1,19 +1,22 @@
 """The choice of one search and its alternatives, in one place: the pick among the layouts that fit
 (screened by the audit), the alternatives an exhaustive search would list, the best of each kind of
-layout the list leaves out, the notes on the audit's advice, and each alternative's reason."""
+layout the list leaves out, the notes on the audit's advice, each alternative's reason, and the
+entries the other family adds to the answer."""
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from typing import Callable, NamedTuple
 
 from ..inputs.layout import Layout
 from ..inputs.specs import Model
-from .candidates import Alternative, Candidate
+from ..rulebook.actions import Decisions
+from .candidates import Alternative, Candidate, PlanResult
 from .events import PlanEvent
 from .job import MAX_REJECT_EVENTS, Family, Job, Outcome
 from .messages import advice_move_note, advice_note, note_search, pipeline_note
-from .ranking import ordered, tie_break, why_lost
+from .ranking import NEAR_TIE, ordered, tie_break, why_lost
 from .search import Search
 
 
@@ -326,3 +329,45 @@ def reasons(search: Search, chosen: Candidate, alternatives: list[Candidate]) ->
     return [Alternative(c.layout, c.estimate, (f"best {c.kind} layout: " if c.kind else "")
                         + why_lost(c, chosen, fastest, search.ties), kind=c.kind)
             for c in alternatives]
+
+
+# -- the other family's entries (families.compare_other, families.move_to) -------------------------
+
+def listed_with_reason(result: PlanResult, side: Outcome, strategy: str, decisions: Decisions) -> PlanResult:
+    """The other family's best among the alternatives, with the rule that preferred the chosen family;
+    once: when the chosen family's search listed it already (e.g. Megatron-FSDP at tp = pp = 1), that
+    entry says so."""
+    (layout, est), family, framework = side.pick, side.family.strategy, side.family.framework
+    rule = decisions.strategy[1] if decisions.strategy else "the default strategy"
+    preferred = f"rule {rule} prefers {strategy} for this cluster and model"
+    ours = result.estimate.step_time
+    alternatives = list(result.alternatives)
+    listed = next((i for i, a in enumerate(alternatives) if a.layout == layout), None)
+    if listed is None:
+        alternatives.append(Alternative(layout, est, (
+            f"family {family} ({framework}): est. step {est.step_time:.2f} s ({est.step_time / ours - 1:+.0%}); "
+            f"{preferred}"), family))
+    else:
+        a = alternatives[listed]
+        alternatives[listed] = Alternative(a.layout, a.estimate, (
+            f"{a.reason}; also the best of family {family} ({framework}): {preferred}"), family, a.kind)
+    return replace(result, alternatives=tuple(alternatives))
+
+
+def with_kinds(result: PlanResult, side: Outcome) -> PlanResult:
+    """The best of each kind of layout the other family has that the answer does not show yet
+    (alternatives.KINDS), each with its step time against the choice's."""
+    family, framework, ours = side.family.strategy, side.family.framework, result.estimate.step_time
+    found = side.missing_kinds([result.layout, *(a.layout for a in result.alternatives)])
+    return replace(result, alternatives=result.alternatives + tuple(Alternative(cand.layout, cand.estimate, (
+        f"best {cand.kind} layout, family {family} ({framework}): est. step {cand.estimate.step_time:.2f} s "
+        f"({cand.estimate.step_time / ours - 1:+.0%})"), family, cand.kind) for cand in found))
+
+
+def set_aside(result: PlanResult, step_time: float, rule: str) -> Alternative:
+    """The rules' zero-dp choice as an alternative, once the choice moved to a family `step_time` (s)
+    fast enough to set aside `rule`'s preference."""
+    ours = result.estimate.step_time
+    return Alternative(result.layout, result.estimate, (
+        f"family zero-dp ({result.framework}): est. step {ours:.2f} s ({ours / step_time - 1:+.0%}); "
+        f"rule {rule} prefers it, but the estimate puts it beyond the {NEAR_TIE:.1%} band"), "zero-dp")

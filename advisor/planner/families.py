@@ -4,17 +4,16 @@ compare, move; planner/__init__.py). Each returns a new PlanResult; the rules' D
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import NamedTuple
 
-from dataclasses import replace
-
 from ..rulebook.actions import Decisions
-from .candidates import Alternative, Closest, PlanResult
+from .alternatives import listed_with_reason, search_family, set_aside, with_kinds
+from .candidates import Closest, PlanResult
 from .events import PlanEvent
 from .job import MAX_ALTERNATIVES, Family, Job, Outcome
 from .messages import need_and_capacity, needs
 from .ranking import NEAR_TIE
-from .alternatives import search_family
 from .space import Policy
 
 
@@ -125,37 +124,6 @@ def compare_other(job: Job, result: PlanResult, strategy: str) -> PlanResult:
     return with_kinds(listed_with_reason(result, side, strategy, decisions), side)
 
 
-def listed_with_reason(result: PlanResult, side: Outcome, strategy: str, decisions: Decisions) -> PlanResult:
-    """The other family's best among the alternatives, with the rule that preferred the chosen family;
-    once: when the chosen family's search listed it already (e.g. Megatron-FSDP at tp = pp = 1), that
-    entry says so."""
-    (layout, est), family, framework = side.pick, side.family.strategy, side.family.framework
-    rule = decisions.strategy[1] if decisions.strategy else "the default strategy"
-    preferred = f"rule {rule} prefers {strategy} for this cluster and model"
-    ours = result.estimate.step_time
-    alternatives = list(result.alternatives)
-    listed = next((i for i, a in enumerate(alternatives) if a.layout == layout), None)
-    if listed is None:
-        alternatives.append(Alternative(layout, est, (
-            f"family {family} ({framework}): est. step {est.step_time:.2f} s ({est.step_time / ours - 1:+.0%}); "
-            f"{preferred}"), family))
-    else:
-        a = alternatives[listed]
-        alternatives[listed] = Alternative(a.layout, a.estimate, (
-            f"{a.reason}; also the best of family {family} ({framework}): {preferred}"), family, a.kind)
-    return replace(result, alternatives=tuple(alternatives))
-
-
-def with_kinds(result: PlanResult, side: Outcome) -> PlanResult:
-    """The best of each kind of layout the other family has that the answer does not show yet
-    (alternatives.KINDS), each with its step time against the choice's."""
-    family, framework, ours = side.family.strategy, side.family.framework, result.estimate.step_time
-    found = side.missing_kinds([result.layout, *(a.layout for a in result.alternatives)])
-    return replace(result, alternatives=result.alternatives + tuple(Alternative(cand.layout, cand.estimate, (
-        f"best {cand.kind} layout, family {family} ({framework}): est. step {cand.estimate.step_time:.2f} s "
-        f"({cand.estimate.step_time / ours - 1:+.0%})"), family, cand.kind) for cand in found))
-
-
 def narrow_framework(job: Job, result: PlanResult, strategy: str) -> Narrowed:
     """Layouts fit, but the audit refused every one on the framework the rules chose (result.blocked_by),
     and no stated training stack fixed the framework (no allow_frameworks): one framework's limit narrows
@@ -200,9 +168,7 @@ def move_to(job: Job, result: PlanResult, family: Family, side: Outcome) -> Plan
                              f"({est.step_time:.2f} s vs {ours:.2f} s), beyond the {NEAR_TIE:.1%} the estimate "
                              f"cannot separate (its measured error): it overrides rule {rule}'s preference for "
                              f"{strategy}", rule_id=rule_id)
-    kept = Alternative(result.layout, result.estimate, (
-        f"family {strategy} ({result.framework}): est. step {ours:.2f} s ({ours / est.step_time - 1:+.0%}); "
-        f"rule {rule} prefers it, but the estimate puts it beyond the {NEAR_TIE:.1%} band"), strategy)
+    kept = set_aside(result, est.step_time, rule)
     ranking = result.ranking
     if job.keep_ranking:                 # the chosen family leads
         theirs = {id(layout) for layout, _ in side.ranking or []}
