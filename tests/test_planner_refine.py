@@ -196,7 +196,7 @@ def test_pruned_choice_is_the_exhaustive_choice_on_generated_situations(s):
     if rec.layout is None or any(e.op == "reject" and e.message.startswith("rule ") for e in rec.trace.events):
         return                                   # no choice, or the audit moved it off the first
     if any(e.op == "note" and e.message.startswith("advice moved the choice") for e in rec.trace.events):
-        return                                   # the audit's advice moved it to a near-tie (planner.search.pick)
+        return                                   # the audit's advice moved it to a near-tie (planner.alternatives.pick)
     same = [layout for layout, _ in ranking if layout.framework == rec.framework]
     assert same[0] == rec.layout, (same[0].id, rec.layout.id)
     listed, exhaustive = _listed_and_exhaustive(rec, ranking)

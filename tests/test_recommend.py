@@ -482,7 +482,7 @@ def test_alternatives_show_the_best_of_every_kind_that_fits(gpu, gpus, model, tr
     """Issue 17 item 4: the answer shows sharded data parallelism, TP x PP and (MoE) expert parallelism
     whenever a legal layout of that kind fits, each the best of its kind, with why it lost."""
     from advisor.api import recommend_with_ranking
-    from advisor.planner.search import KINDS
+    from advisor.planner.alternatives import KINDS
     cluster, m = Cluster(gpu=gpu, gpus=gpus), Model.preset(model)
     rec, ranking = recommend_with_ranking(cluster, m, Training(**training))
     shown = [rec.layout, *(a.layout for a in rec.alternatives)]

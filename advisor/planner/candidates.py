@@ -3,7 +3,7 @@ the alternatives, the plan's result."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from ..costmodel import Estimate
@@ -20,25 +20,30 @@ class Alternative:
     family: str | None = None
     """The other family's best, listed for comparison: its strategy; None for a runner-up of the choice's."""
     kind: str | None = None
-    """search.KINDS' name when listed as the best of a kind the other entries do not show."""
+    """alternatives.KINDS' name when listed as the best of a kind the other entries do not show."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class PlanResult:
+    """What plan() answers: the choice (layout and estimate; None when none), its framework, its
+    alternatives, the trace's events, the layouts sized (`examined`), and, when asked, every layout that
+    fit, best first (`ranking`, before the audit's check, for benchmarks and tools). `blocked_by`:
+    (rule id, message) when layouts fit but the audit's legality rules refused every one; `logged`: the
+    memory rejections in the trace, (framework, tp, pp, cp, ep, ZeRO stage, offload[, "cpu" when moved
+    to NVMe]), so that a following search of the same family does not repeat them."""
     layout: Layout | None
     estimate: Estimate | None
     framework: str | None
-    alternatives: list[Alternative] = field(default_factory=list)
-    events: list[PlanEvent] = field(default_factory=list)
+    alternatives: tuple[Alternative, ...] = ()
+    events: tuple[PlanEvent, ...] = ()
     examined: int = 0
     ranking: list[tuple[Layout, Estimate]] = field(default_factory=list)
-    """Every layout that fit, best first (before the audit's check), for benchmarks and tools."""
     blocked_by: tuple[str, str] | None = None
-    """(rule id, message) when layouts fit but the audit's legality rules refused every one."""
-    logged: set[tuple] = field(default_factory=set)
-    """(framework, tp, pp, cp, ep, ZeRO stage, offload[, "cpu" when moved to NVMe]) already rejected for
-    memory in the trace: a second search (with offload allowed) sizes the same options again and must
-    not repeat them."""
+    logged: frozenset = frozenset()
+
+    def noted(self, *events: PlanEvent) -> PlanResult:
+        """This result with `events` added to its trace."""
+        return replace(self, events=self.events + events)
 
 
 class Closest(NamedTuple):
@@ -58,8 +63,8 @@ class Candidate:
         self.layout, self.sized, self.step_time, self.floor, self.tight = layout, sized, step_time, floor, tight
         self._estimate: Estimate | None = None
         self.tie_key: tuple | None = None   # ranking.tie_break's, once computed (a candidate lives in one search)
-        self.kind: str | None = None        # search.KINDS' name when listed as the best of its kind
-        self.advice: tuple | None = None    # (rule id, message) of the audit's advice, once screened (search.pick)
+        self.kind: str | None = None        # alternatives.KINDS' name when listed as the best of its kind
+        self.advice: tuple | None = None    # (rule id, message) of the audit's advice, once screened (alternatives.pick)
 
     @property
     def memory_share(self) -> float:

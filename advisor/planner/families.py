@@ -1,19 +1,19 @@
-"""The two families, ZeRO data parallel (DeepSpeed) and model parallel (Megatron-LM): the one the
-rules did not choose is compared with the chosen one's best, and a ZeRO strategy that cannot hold
-the model widens to Megatron-LM. Where the planner departs from the rules' decisions it does so in
-a Policy of its own (space.Policy) and says so in the trace; the rules' Decisions stay as they are."""
+"""The two families, ZeRO data parallel (DeepSpeed) and model parallel (Megatron-LM): the frameworks
+each runs on, and the steps of plan() that search a family other than the rules' (widen, narrow,
+compare, move; planner/__init__.py). Each returns a new PlanResult; the rules' Decisions are only read."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import NamedTuple
 
-from ..inputs.specs import Cluster, Model, Training
 from ..rulebook.actions import Decisions
-from .candidates import Alternative, Closest, PlanResult
+from .alternatives import listed_with_reason, search_family, set_aside, with_kinds
+from .candidates import Closest, PlanResult
 from .events import PlanEvent
+from .job import MAX_ALTERNATIVES, Family, Job, Outcome
 from .messages import need_and_capacity, needs
 from .ranking import NEAR_TIE
-from .search import Search
 from .space import Policy
 
 
@@ -75,63 +75,6 @@ def refusing_rule(decisions: Decisions, framework: str | None) -> str | None:
     return decisions.max["tp"].rule_id if "tp" in decisions.max else None
 
 
-def other_family(cluster: Cluster, model: Model, training: Training, policy: Policy, strategy: str,
-                 result: PlanResult, check_fn, keep_ranking: bool, assumptions=None) -> None:
-    """Evaluate the family the rules did not choose. A rule's zero-dp strategy is a preference for
-    the simpler family (the seed's "≤32 cards: start with ZeRO; don't jump to TP/PP"; issue 5 ranks
-    by step time, then simplicity), so it holds among estimates that cannot be told apart: when the
-    model-parallel family's best is faster by more than NEAR_TIE, the cost model wins and the choice
-    moves to it, saying so. The other way round the rules stand: a model-parallel strategy comes
-    from the model outgrowing a node, where ZeRO-3's per-layer gathers over the whole cluster are
-    modelled optimistically (bucketed calls, no per-module latency). Otherwise the other family's
-    best joins the alternatives with the rule that preferred the chosen family."""
-    decisions = policy.decisions
-    family = "model-parallel" if strategy == "zero-dp" else "zero-dp"
-    framework = family_framework(family, result.framework, decisions)
-    refused = family_refused(family, framework, decisions)
-    if refused:
-        result.events.append(PlanEvent("note", refused, family, rule_id=refusing_rule(decisions, framework)))
-        return
-    other = family_policy(family, framework, policy)
-    side = PlanResult(None, None, framework)
-    search = Search(cluster, model, training, other, family, framework, side, check_fn, allow_offload=False,
-                    keep_ranking=keep_ranking, max_alternatives=0, assumptions=assumptions)
-    chosen, _ = search.run()
-    result.examined += side.examined
-    result.ranking = merge_rankings(result.ranking, side.ranking)
-    if chosen is None or result.estimate is None:
-        return
-    layout, est = chosen
-    rule_id = policy.decisions.strategy[1] if policy.decisions.strategy else None
-    rule = rule_id or "the default strategy"
-    ours = result.estimate.step_time
-    if layout == result.layout:
-        # the rules' family searched this layout too (e.g. Megatron-FSDP at tp = pp = 1)
-        result.events.append(PlanEvent("note", f"family {family} ({framework}): its best layout is the choice itself",
-                                       family))
-    elif strategy == "zero-dp" and est.step_time * (1 + NEAR_TIE) < ours:
-        move_to(cluster, model, training, other, family, framework, result, side, check_fn, rule_id, keep_ranking,
-                assumptions)
-        return
-    else:
-        preferred = f"rule {rule} prefers {strategy} for this cluster and model"
-        listed = next((i for i, a in enumerate(result.alternatives) if a.layout == layout), None)
-        if listed is None:
-            result.alternatives.append(Alternative(layout, est, (
-                f"family {family} ({framework}): est. step {est.step_time:.2f} s ({est.step_time / ours - 1:+.0%}); "
-                f"{preferred}"), family))
-        else:     # the chosen family's search listed it already (e.g. Megatron-FSDP at tp = pp = 1): once
-            a = result.alternatives[listed]
-            result.alternatives[listed] = Alternative(a.layout, a.estimate, (
-                f"{a.reason}; also the best of family {family} ({framework}): {preferred}"), family, a.kind)
-    # and the best of each kind of layout this family has that the answer does not show yet (search.KINDS)
-    for cand in search.best_of_missing_kinds([result.layout, *(a.layout for a in result.alternatives)]):
-        est = cand.estimate
-        result.alternatives.append(Alternative(cand.layout, est, (
-            f"best {cand.kind} layout, family {family} ({framework}): est. step {est.step_time:.2f} s "
-            f"({est.step_time / ours - 1:+.0%})"), family, cand.kind))
-
-
 def family_policy(family: str, framework: str, policy: Policy) -> Policy:
     """The policy a family is searched with when the rules chose the other one: model-parallel prefers TP
     before PP (unless the MoE preference or sharded DP first applies) with Megatron's own defaults on a
@@ -143,77 +86,102 @@ def family_policy(family: str, framework: str, policy: Policy) -> Policy:
 
 
 class Narrowed(NamedTuple):
-    """What narrow_framework found: Search.run's (choice, closest) and the family it searched (None: none)."""
-    chosen: tuple | None
-    closest: Closest | None
-    family: str | None
+    """What narrow_framework found: the plan so far, the search's outcome (None: none found) and the
+    family it searched."""
+    result: PlanResult
+    outcome: Outcome | None = None
+    family: str | None = None
 
 
-def narrow_framework(cluster: Cluster, model: Model, training: Training, policy: Policy, strategy: str,
-                     result: PlanResult, check_fn, keep_ranking: bool, assumptions=None) -> Narrowed:
+def compare_other(job: Job, result: PlanResult, strategy: str) -> PlanResult:
+    """Evaluate the family the rules did not choose. A rule's zero-dp strategy is a preference for
+    the simpler family (on a few nodes, start with ZeRO rather than TP/PP; the ranking goes by step
+    time, then simplicity), so it holds among estimates that cannot be told apart: when the
+    model-parallel family's best is faster by more than NEAR_TIE, the cost model wins and the choice
+    moves to it, saying so (move_to). The other way round the rules stand: a model-parallel strategy
+    comes from the model outgrowing a node, where ZeRO-3's per-layer gathers over the whole cluster
+    are modelled optimistically (bucketed calls, no per-module latency). Otherwise the other family's
+    best joins the alternatives with the rule that preferred the chosen family."""
+    decisions, policy = job.decisions, job.policy
+    family = "model-parallel" if strategy == "zero-dp" else "zero-dp"
+    framework = family_framework(family, result.framework, decisions)
+    refused = family_refused(family, framework, decisions)
+    if refused:
+        return result.noted(PlanEvent("note", refused, family, rule_id=refusing_rule(decisions, framework)))
+    other = Family(family, framework, family_policy(family, framework, policy), max_alternatives=0)
+    side = search_family(job, other)
+    result = replace(result, examined=result.examined + side.examined,
+                     ranking=merge_rankings(result.ranking, side.ranking or []))
+    if side.chosen is None:
+        return result
+    layout, est = side.pick
+    if layout == result.layout:
+        # the rules' family searched this layout too (e.g. Megatron-FSDP at tp = pp = 1)
+        return with_kinds(result.noted(PlanEvent(
+            "note", f"family {family} ({framework}): its best layout is the choice itself", family)), side)
+    if strategy == "zero-dp" and est.step_time * (1 + NEAR_TIE) < result.estimate.step_time:
+        return move_to(job, result, other._replace(max_alternatives=MAX_ALTERNATIVES), side)
+    return with_kinds(listed_with_reason(result, side, strategy, decisions), side)
+
+
+def narrow_framework(job: Job, result: PlanResult, strategy: str) -> Narrowed:
     """Layouts fit, but the audit refused every one on the framework the rules chose (result.blocked_by),
     and no stated training stack fixed the framework (no allow_frameworks): one framework's limit narrows
-    the framework, it does not empty the search (issue 29). The family is searched again on each other
-    framework that runs it (FAMILY_FRAMEWORKS, FAMILY_FALLBACKS), then the other family likewise, every
-    layout screened by the same audit; the trace names the rule and the framework set aside. A stated
-    stack keeps its infeasible answer: its own limit is the user's fact."""
-    if result.blocked_by is None or policy.decisions.frameworks is not None:
-        return Narrowed(None, None, None)
+    the framework, it does not empty the search. The family is searched again on each other framework
+    that runs it (FAMILY_FRAMEWORKS, FAMILY_FALLBACKS), then the other family likewise, every layout
+    screened by the same audit; the trace names the rule and the framework set aside. A stated stack
+    keeps its infeasible answer: its own limit is the user's fact."""
+    if result.blocked_by is None or job.decisions.frameworks is not None:
+        return Narrowed(result)
     rule_id, refused = result.blocked_by[0], result.framework
     first = "zero-dp" if strategy == "zero-dp" else "model-parallel"
     for family in (first, "model-parallel" if first == "zero-dp" else "zero-dp"):
         for framework in dict.fromkeys((FAMILY_FRAMEWORKS[family], *FAMILY_FALLBACKS[family])):
             if framework == refused:
                 continue
-            side = PlanResult(None, None, framework)
-            searched = policy if family == first else family_policy(family, framework, policy)
-            found, closest = Search(cluster, model, training, searched, family, framework, side, check_fn,
-                                    allow_offload=False, keep_ranking=keep_ranking, assumptions=assumptions).run()
-            result.examined += side.examined
-            if found is None:
+            searched = job.policy if family == first else family_policy(family, framework, job.policy)
+            side = search_family(job, Family(family, framework, searched))
+            result = replace(result, examined=result.examined + side.examined)
+            if side.chosen is None:
                 continue
-            result.events.append(PlanEvent("note", (
+            note = PlanEvent("note", (
                 f"every fitting {FRAMEWORK_NAMES[refused]} layout is refused by rule {rule_id}, a limit of "
                 f"{FRAMEWORK_NAMES[refused]}, and training.framework is not stated: the framework narrows to "
-                f"{FRAMEWORK_NAMES[framework]} (family {family})"), family, rule_id=rule_id))
-            result.events += side.events
-            result.framework, result.blocked_by = framework, None
-            result.alternatives, result.ranking = side.alternatives, merge_rankings(result.ranking, side.ranking)
-            return Narrowed(found, closest, family)
-    return Narrowed(None, None, None)
+                f"{FRAMEWORK_NAMES[framework]} (family {family})"), family, rule_id=rule_id)
+            return Narrowed(replace(result, events=result.events + (note, *side.events), framework=framework,
+                                    blocked_by=None, alternatives=side.alternatives,
+                                    ranking=merge_rankings(result.ranking, side.ranking or [])), side, family)
+    return Narrowed(result)
 
 
-def move_to(cluster: Cluster, model: Model, training: Training, policy: Policy, family: str, framework: str,
-            result: PlanResult, side: PlanResult, check_fn, rule_id: str | None, keep_ranking: bool,
-            assumptions=None) -> None:
-    """The other family is beyond NEAR_TIE faster: search it again, now with its alternatives, and
-    make its best the choice, with the preferred family's best as an alternative. The note that
-    says so carries rule_id, the rule whose zero-dp strategy it sets aside."""
+def move_to(job: Job, result: PlanResult, family: Family, side: Outcome) -> PlanResult:
+    """The other family (`side`, its comparison search) is beyond NEAR_TIE faster: search it again, now
+    with its alternatives, and make its best the choice, with the preferred family's best as an
+    alternative. The note that says so carries the rule whose zero-dp strategy it sets aside."""
+    rule_id = job.decisions.strategy[1] if job.decisions.strategy else None
     rule = rule_id or "the default strategy"
     strategy, ours = "zero-dp", result.estimate.step_time
-    moved = PlanResult(None, None, framework)
-    (layout, est), _ = Search(cluster, model, training, policy, family, framework, moved, check_fn,
-                              allow_offload=False, keep_ranking=False, assumptions=assumptions).run()
-    result.events.append(PlanEvent("note", f"family {family} ({framework}) is estimated {1 - est.step_time / ours:.0%} "
-                                           f"faster than the best {strategy} layout ({est.step_time:.2f} s vs "
-                                           f"{ours:.2f} s), beyond the {NEAR_TIE:.1%} the estimate cannot separate (its measured error): it "
-                                           f"overrides rule {rule}'s preference for {strategy}", rule_id=rule_id))
-    result.events += moved.events
-    kept = Alternative(result.layout, result.estimate, (
-        f"family {strategy} ({result.framework}): est. step {ours:.2f} s ({ours / est.step_time - 1:+.0%}); "
-        f"rule {rule} prefers it, but the estimate puts it beyond the {NEAR_TIE:.1%} band"), strategy)
-    result.layout, result.estimate, result.framework = layout, est, framework
+    moved = search_family(replace(job, keep_ranking=False), family)
+    layout, est = moved.pick
+    note = PlanEvent("note", f"family {family.strategy} ({family.framework}) is estimated "
+                             f"{1 - est.step_time / ours:.0%} faster than the best {strategy} layout "
+                             f"({est.step_time:.2f} s vs {ours:.2f} s), beyond the {NEAR_TIE:.1%} the estimate "
+                             f"cannot separate (its measured error): it overrides rule {rule}'s preference for "
+                             f"{strategy}", rule_id=rule_id)
+    kept = set_aside(result, est.step_time, rule)
+    ranking = result.ranking
+    if job.keep_ranking:                 # the chosen family leads
+        theirs = {id(layout) for layout, _ in side.ranking or []}
+        ranking = merge_rankings(side.ranking or [], [c for c in result.ranking if id(c[0]) not in theirs])
     # (the moved-to search may list the layout set aside too: it is listed once, as the one set aside)
-    result.alternatives = [a for a in moved.alternatives if a.layout != kept.layout] + [kept]
-    if keep_ranking:                     # the chosen family leads
-        theirs = {id(layout) for layout, _ in side.ranking}
-        result.ranking = merge_rankings(side.ranking, [c for c in result.ranking if id(c[0]) not in theirs])
+    return replace(result, layout=layout, estimate=est, framework=family.framework,
+                   events=result.events + (note, *moved.events), ranking=ranking,
+                   alternatives=tuple(a for a in moved.alternatives if a.layout != kept.layout) + (kept,))
 
 
-def widen_to_megatron(cluster: Cluster, model: Model, training: Training, policy: Policy, result: PlanResult,
-                      closest: Closest | None, check_fn, keep_ranking: bool, assumptions=None):
-    """ZeRO alone (even with offload) cannot hold the model: widen to TP/PP, and say so. Returns
-    what Search.run returns."""
+def widen_to_megatron(job: Job, result: PlanResult, closest: Closest | None) -> tuple[PlanResult, Outcome | None]:
+    """ZeRO alone (even with offload) cannot hold the model: widen to TP/PP, and say so. Returns the
+    plan so far and the model-parallel search's outcome (None: the rules leave no framework for it)."""
     refused_by = have = want = None
     if result.blocked_by:
         refused_by = result.blocked_by[0]
@@ -222,24 +190,34 @@ def widen_to_megatron(cluster: Cluster, model: Model, training: Training, policy
         why = f"no ZeRO stage or offload fits; closest {needs(closest)}"
         have, want = need_and_capacity(closest.sized)
     else:               # nothing was sized: no shape, or no micro-batch that divides the batch
-        why = (f"no ZeRO layout is legal: global batch {training.global_batch_size} vs micro-batch x "
-               f"data-parallel ranks on {cluster.gpus} GPUs (DeepSpeed's batch identity), within the rules' limits")
-    result.events.append(PlanEvent("reject", f"family zero-dp: {why}", "zero-dp", rule_id=refused_by, have=have,
-                                   want=want))
-    framework = family_framework("model-parallel", result.framework, policy.decisions)
-    refused = family_refused("model-parallel", framework, policy.decisions)
+        why = (f"no ZeRO layout is legal: global batch {job.training.global_batch_size} vs micro-batch x "
+               f"data-parallel ranks on {job.cluster.gpus} GPUs (DeepSpeed's batch identity), within the rules' "
+               f"limits")
+    result = result.noted(PlanEvent("reject", f"family zero-dp: {why}", "zero-dp", rule_id=refused_by, have=have,
+                                    want=want))
+    decisions = job.decisions
+    framework = family_framework("model-parallel", result.framework, decisions)
+    refused = family_refused("model-parallel", framework, decisions)
     if refused:                          # the stated stack has no model parallelism to widen to
-        result.events.append(PlanEvent("note", refused, "model-parallel",
-                                        rule_id=refusing_rule(policy.decisions, framework)))
-        return None, closest
-    result.blocked_by = None
-    result.framework = framework
-    strategy_rule = policy.decisions.strategy[1] if policy.decisions.strategy else None   # set aside here
-    result.events.append(PlanEvent("note", f"widening to model-parallel with {FRAMEWORK_NAMES[framework]} (TP inside "
-                                           "the NVLink domain, then PP)", rule_id=strategy_rule))
-    widened = megatron_policy(policy) if framework.startswith("megatron") else policy
-    return Search(cluster, model, training, widened, "model-parallel", framework, result, check_fn,
-                  allow_offload=False, keep_ranking=keep_ranking, assumptions=assumptions).run()
+        return result.noted(PlanEvent("note", refused, "model-parallel",
+                                      rule_id=refusing_rule(decisions, framework))), None
+    strategy_rule = decisions.strategy[1] if decisions.strategy else None   # set aside here
+    result = replace(result, blocked_by=None, framework=framework).noted(PlanEvent(
+        "note", f"widening to model-parallel with {FRAMEWORK_NAMES[framework]} (TP inside the NVLink domain, "
+                "then PP)", rule_id=strategy_rule))
+    widened = megatron_policy(job.policy) if framework.startswith("megatron") else job.policy
+    outcome = search_family(job, Family("model-parallel", framework, widened), result.logged)
+    return absorb(result, outcome), outcome
+
+
+def absorb(result: PlanResult, outcome: Outcome) -> PlanResult:
+    """The plan with a search of its own chain (the rules' family, with offload, widened) added: its
+    alternatives, events and memory rejections, what it sized, the audit rule that refused every layout
+    it found, and its ranking when it made one."""
+    return replace(result, alternatives=result.alternatives + outcome.alternatives,
+                   events=result.events + outcome.events, examined=result.examined + outcome.examined,
+                   ranking=result.ranking if outcome.ranking is None else outcome.ranking,
+                   blocked_by=outcome.blocked_by or result.blocked_by, logged=result.logged | outcome.logged)
 
 
 def merge_rankings(ours: list, theirs: list) -> list:

@@ -8,7 +8,7 @@ from ..costmodel.sizing import Sized
 from ..inputs.layout import Layout
 from ..inputs.pipeline import pipeline_split
 from ..inputs.specs import Cluster, Model
-from .candidates import Candidate, Closest, PlanResult
+from .candidates import Candidate, Closest
 from .events import PlanEvent
 from ..inputs.uncertainty import EXPERT_MEMORY_SHARE, MEMORY_ERROR, STEP_TIME_ERROR
 from ..results.render import OVER_PREFERENCE
@@ -139,21 +139,21 @@ def preference_set_aside(features: dict[str, str], used: str) -> PlanEvent | Non
                              f"{OVER_PREFERENCE} {others}", rule_id=features[used])
 
 
-def note_search(result: PlanResult, found: list[Candidate], floors: dict, variants: dict, tried: set,
-                ties: Ties) -> None:
+def note_search(found: list[Candidate], floors: dict, variants: dict, tried: set, ties: Ties) -> list[PlanEvent]:
+    """What a search sized: the layouts that fit and how they rank, the shapes and variants sized."""
     n_tight = sum(c.tight for c in found)
     memory, band = margins(ties)
-    result.events.append(PlanEvent("note", f"{len(found)} layouts fit in memory ({n_tight} {memory}, ranked last); "
-                                           f"ranked by estimated step time; {band}"))
     n_variants = sum(len(v) for b, v in variants.items() if b in floors)
     shapes = "1 shape fits; {} of its" if len(floors) == 1 else f"{len(floors)} shapes fit; {{}} of their"
-    result.events.append(PlanEvent("note", shapes.format(len([t for t in tried if t[0] in floors])) +
-                                   f" {n_variants} (micro-batch, vpp) variants sized; the others' floors (compute, "
-                                   f"unhidden communication, least bubble) cannot change the choice"))
+    return [PlanEvent("note", f"{len(found)} layouts fit in memory ({n_tight} {memory}, ranked last); "
+                              f"ranked by estimated step time; {band}"),
+            PlanEvent("note", shapes.format(len([t for t in tried if t.base in floors])) +
+                      f" {n_variants} (micro-batch, vpp) variants sized; the others' floors (compute, "
+                      f"unhidden communication, least bubble) cannot change the choice")]
 
 
 def pipeline_note(layout: Layout, model: Model) -> str | None:
-    """Why the chosen interleaved layout's split counts the embedding and the loss as layers (issue 29),
+    """Why the chosen interleaved layout's split counts the embedding and the loss as layers,
     or None: the first and last ranks, which also run the embedding and the logits and loss, hold a
     layer less, so the pipeline interleaves in more chunks than their decoder layers alone would give."""
     if layout.framework != "megatron" or layout.vpp == 1:

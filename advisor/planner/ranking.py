@@ -1,13 +1,6 @@
-"""Ranking: every layout that fits gets a step time; the fastest step wins, except that candidates
-within the estimate's measured error of the fastest (`Ties.band`, inputs.uncertainty.STEP_TIME_ERROR)
-are ordered by `tie_break` (with the rules' "ep_over_tp" for MoE, less TP; with "dp_before_tp", memory
-headroom, then less model parallelism; with "tp_before_pp", more TP inside the NVLink domain; then
-memory within what expert layouts use; less CP; then fewer parallel dimensions, an even pipeline split,
-smaller model parallelism, no VPP, lower ZeRO stage, less recompute), because the estimate cannot tell
-them apart. Layouts that leave less memory free than the memory estimate's measured error (or
-Training.memory_headroom) rank after all others. The audit's legality rules then have the last word
-on each pick, and its advice decides among near-ties (search.pick).
-"""
+"""Ranking: the order of the layouts that fit (`ordered`), the tie-break among near-ties (`Ties`,
+`CRITERIA`), and why each alternative ranks after the choice (`why_lost`). The algorithm:
+planner/__init__.py."""
 
 from __future__ import annotations
 
@@ -39,9 +32,12 @@ class Criterion(NamedTuple):
     summary: str | None = None
 
 
-def tie_terms(tp, pp, cp, ep, vpp, offload, zero, recompute, mbs, crowded, ties) -> tuple:
-    """Every criterion's term of one layout, in TERMS order (smaller goes first). One call per layout
-    that fits; each order picks its terms with an itemgetter (TIE_KEYS)."""
+def tie_terms(degrees: tuple, vpp: int, offload: str, zero: int, recompute: str, mbs: int, crowded: bool,
+              ties: Ties) -> tuple:
+    """Every criterion's term of one layout, in TERMS order (smaller goes first): `degrees` its
+    (tp, pp, cp, ep, ...), `crowded` whether it uses more GPU memory than Ties.roomy. One call per
+    layout that fits; each order picks its terms with an itemgetter (TIE_KEYS)."""
+    tp, pp, cp, ep = degrees[0], degrees[1], degrees[2], degrees[3]
     return (tp, ep == 1, ep > ties.domain, -tp, crowded, cp,
             (tp > 1) + (pp > 1) + (cp > 1) + (ep > 1), ties.layers % pp != 0, tp * pp * cp, vpp,
             OFFLOAD_RANK[offload], zero, RECOMPUTE_RANK[recompute], pp, -mbs)
@@ -67,28 +63,25 @@ SIMPLICITY = (
 )
 # A layout within COMFORTABLE_MEMORY of the GPU (Ties.roomy): the room expert layouts leave.
 HEADROOM = Criterion("headroom", "memory headroom", ("memory",), "memory headroom")
-# CP comes after TP and headroom, not first: the rules enable it only for long sequences, where
-# Megatron-LM's guide recommends it (its reference table: TP4 PP4 CP2 for a 70B model at 8K on 64
-# GPUs), but among equals the smaller ring (its KV exchange crosses nodes) is the safer bet.
+# CP comes after TP and headroom: among equals the smaller ring (its KV exchange crosses nodes) is the
+# safer bet (sources of every order: docs/evidence/planner.md).
 LESS_CP = Criterion("less_cp", "less CP", ("cp",), "less CP")
 
 # The order of candidates the estimate cannot separate (within Ties.band of each other), by the
 # rules' preference (Ties.order):
 CRITERIA: dict[str, tuple[Criterion, ...]] = {
-    # MoE; Megatron-LM MoE README best practices: minimise model parallelism, prefer EP over TP for
-    # the experts (Mixtral EP8 x TP1 beats EP4 x TP2), keep the expert group inside the NVLink domain.
-    # The all-to-all group is ep x etp consecutive ranks; the planner's MoE shapes use etp 1 (space.shapes).
+    # MoE (Megatron-LM's MoE README): minimise model parallelism, EP over TP for the experts, the expert
+    # group inside the NVLink domain. The all-to-all group is ep x etp consecutive ranks; the planner's
+    # MoE shapes use etp 1 (space.shapes).
     "ep_over_tp": (Criterion("less_tp", "less TP", ("tp",), "less TP"),
                    Criterion("some_ep", "EP over none", ("ep",)),
                    Criterion("expert_group_in_domain", "the expert group inside the NVLink domain", ("ep",),
                              "EP x expert TP inside the NVLink domain"),
                    HEADROOM, LESS_CP, *SIMPLICITY),
-    # Seed row 2 "TP first, then PP"; Narayanan takeaway #1: TP up to the server (fastest links, no
-    # bubble), then PP.
+    # Narayanan et al. 2021 (arXiv:2104.04473): TP up to the server, then PP.
     "tp_before_pp": (Criterion("more_tp", "more TP inside the NVLink domain", ("tp",), "more TP"),
                      HEADROOM, LESS_CP, *SIMPLICITY),
-    # Megatron-LM's parallelism guide (main): start with data parallelism, FSDP to split the model state,
-    # TP only if the model does not fit, PP for very large models; reduce TP against communication.
+    # Megatron-LM's parallelism guide: data parallelism (FSDP) first, TP only if the model does not fit.
     "dp_before_tp": (HEADROOM,
                      Criterion("model_parallelism", "less model parallelism (sharded data parallelism first)",
                                ("tp", "pp", "cp"), "less model parallelism"),
@@ -100,7 +93,7 @@ CRITERIA: dict[str, tuple[Criterion, ...]] = {
 
 
 def _picker(criteria: tuple[Criterion, ...]) -> Callable:
-    """The tie key of `criteria` from a layout's terms: tie_terms(...) -> the key."""
+    """The tie key of `criteria` from a layout's terms (tie_terms)."""
     return itemgetter(*(TERMS.index(c.name) for c in criteria))
 
 
@@ -118,7 +111,7 @@ class Ties(NamedTuple):
     order: str        # the rules' preference: "ep_over_tp", "dp_before_tp", "tp_before_pp" or "simplicity"
     layers: int
     domain: int       # GPUs per NVLink domain (in this job)
-    pick: Callable    # TIE_KEYS[order]: the tie key from tie_terms(...)
+    pick: Callable    # TIE_KEYS[order]: the tie key from tie_terms
     band: float = NEAR_TIE                    # step times within (1 + band) of the fastest are near-ties
     tight: float = 1 - memory_headroom(None)  # a layout above this share of GPU memory ranks after all others
     roomy: float = COMFORTABLE_MEMORY         # among near-ties, a layout within this share goes first
@@ -144,8 +137,8 @@ def tie_break(cand: Candidate, ties: Ties) -> tuple:
     key = cand.tie_key
     if key is None:
         lay = cand.layout
-        key = cand.tie_key = ties.pick(tie_terms(lay.tp, lay.pp, lay.cp, lay.ep, lay.vpp, lay.offload, lay.zero_stage,
-                                                 lay.recompute, lay.micro_batch_size,
+        key = cand.tie_key = ties.pick(tie_terms((lay.tp, lay.pp, lay.cp, lay.ep), lay.vpp, lay.offload,
+                                                 lay.zero_stage, lay.recompute, lay.micro_batch_size,
                                                  cand.memory_share > ties.roomy, ties))
     return key
 
@@ -202,10 +195,13 @@ def ordered(found: list[Candidate], ties: Ties) -> list[Candidate]:
         if not scored:
             continue
         limit = min([c.step_time for c in scored]) * (1 + ties.band)
-        # (c.tie_key: tie_break's cached key, a non-empty tuple, saving the call once it is known)
-        ordered += sorted([c for c in scored if c.step_time <= limit],
-                          key=lambda c: (c.tie_key or tie_break(c, ties), c.step_time))
-        ordered += sorted([c for c in scored if c.step_time > limit],
-                          key=lambda c: (c.step_time, c.tie_key or tie_break(c, ties)))
+        # Sorted by decorated tuples (a comprehension, not a key function called per candidate), the
+        # index last so that equal keys keep their order, as a stable sort does. (c.tie_key:
+        # tie_break's cached key, a non-empty tuple, saving the call once it is known.)
+        near = sorted([(c.tie_key or tie_break(c, ties), c.step_time, i)
+                       for i, c in enumerate(scored) if c.step_time <= limit])
+        far = sorted([(c.step_time, c.tie_key or tie_break(c, ties), i)
+                      for i, c in enumerate(scored) if c.step_time > limit])
+        ordered += [scored[i] for *_, i in near] + [scored[i] for *_, i in far]
     return ordered
 

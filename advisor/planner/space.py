@@ -5,7 +5,7 @@ Shapes follow the rules' decisions (the strategy: zero-dp keeps tp = pp = 1; lim
 NVLink domain; features: CP only from 8K tokens) and skip what the audit's error rules would refuse
 anyway, to save the sizing: each such check below is the statement of one audit rule, named in
 LEGALITY, and tests/test_space_legality.py proves that whatever it drops, that rule refuses. The
-audit rules stay the one statement of what is legal; every pick is screened by them (search.pick).
+audit rules stay the one statement of what is legal; every pick is screened by them (alternatives.pick).
 """
 
 from __future__ import annotations
@@ -21,11 +21,10 @@ OFFLOAD = ("none", "optimizer", "optimizer+params")
 # each one's position in its tuple, for the tie key (a subscript instead of a call to .index)
 RECOMPUTE_RANK = {r: i for i, r in enumerate(RECOMPUTE)}
 OFFLOAD_RANK = {o: i for i, o in enumerate(OFFLOAD)}
-# Micro-batch sizes searched when the caller gives none: the published dev set's stated micro-batches
-# are 1 (48 records), 2 (11) and 4 (10); 8 and more appear three times, all small-model fine-tunes.
+# Micro-batch sizes searched when the caller gives none: those of the published dev set's records
+# (docs/evidence/planner.md).
 MBS_OPTIONS = (1, 2, 4)
-# Virtual-stage counts tried per pipeline shape: 1 and the two smallest of the smallest, middle and
-# largest usable divisor (vpp_options); the middle one is what Megatron's MoE guide recommends.
+# Virtual-stage counts tried per pipeline shape, 1 included (vpp_options; docs/evidence/planner.md).
 MAX_VPP_OPTIONS = 3
 
 
@@ -115,19 +114,15 @@ def divisors(n: int) -> list[int]:
 
 def even_or_expressible(layers: int, pp: int) -> bool:
     """Megatron splits evenly, or with --decoder-first/last-pipeline-num-layers around even middle
-    stages (estimate.context.megatron_split, the split the cost model uses)."""
+    stages (inputs.pipeline.megatron_split, the split the cost model uses)."""
     return pp <= layers and megatron_split(layers, pp) is not None
 
 
 def vpp_options(layers: int, pp: int) -> list[int]:
-    """1, plus a few virtual-stage counts that split the (middle) ranks' layers evenly (Megatron M8/M9).
-    Megatron's MoE guide recommends 'a middle value' of the divisors of L/PP. With lighter first and
-    last stages (megatron_split) those ranks' first and last chunk may hold the embedding or the loss
-    alone (inputs.pipeline.virtual_stage_layers), so the count is capped at their layers + 1 and at the
-    middle ranks' layers: the split that counts the embedding and the loss as layers
-    (--account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split), whose divisors
-    of L/PP are those of (L + 2) / PP (126 layers on PP 16, Llama 3's split 7 | 8 x 14 | 7, interleave
-    as 3 | 4 x 30 | 3 with vpp 2; on PP 8, 15 | 16 x 6 | 15 in 8 chunks of 2 as Megatron-Bridge runs it)."""
+    """1, plus the smallest, middle and largest virtual-stage counts (at most MAX_VPP_OPTIONS in all)
+    that split the middle ranks' layers evenly (Megatron M8/M9), capped at the first and last ranks'
+    layers + 1 (their chunks may hold the embedding or the loss alone: the split that counts them as
+    layers). Examples and sources: docs/evidence/planner.md."""
     split = megatron_split(layers, pp) if pp >= 2 else None
     if split is None:
         return [1]
@@ -169,13 +164,11 @@ def shapes(cluster: Cluster, model: Model, training: Training, decisions: Decisi
 
     tps, pps, cps, eps = ([v for v in values if within(dim, v)]
                           for dim, values in (("tp", tps), ("pp", pps), ("cp", cps), ("ep", eps)))
-    # Virtual stages are Megatron-LM's interleaved 1F1B. Under Megatron-DeepSpeed a pipeline runs on
-    # DeepSpeed's PipelineEngine (microsoft/Megatron-DeepSpeed megatron/arguments.py: pp > 1 requires
-    # ds_pipeline_enabled, i.e. not --no-pipeline-parallel; training.py train_step calls
-    # PipelineEngine.train_batch), whose TrainSchedule is plain 1F1B over one model chunk per stage
-    # (deepspeedai/DeepSpeed deepspeed/runtime/pipe/schedule.py): no virtual stages there.
+    # Virtual stages are Megatron-LM's interleaved 1F1B; Megatron-DeepSpeed pipelines run on DeepSpeed's
+    # PipelineEngine, plain 1F1B (docs/evidence/planner.md).
     vpps = {pp: vpp_options(model.layers, pp) if framework == "megatron" else [1] for pp in pps}
     moe = model.is_moe
+    dp_low, dp_high = decisions.lower("dp"), decisions.upper("dp")     # within("dp", .), read once
     out = []
     for tp in tps:
         for pp in pps:
@@ -183,7 +176,7 @@ def shapes(cluster: Cluster, model: Model, training: Training, decisions: Decisi
                 if not world_divides(world, tp, pp, cp):
                     continue
                 dp = world // (tp * pp * cp)
-                if not within("dp", dp):
+                if dp < dp_low or (dp_high is not None and dp > dp_high):
                     continue
                 for ep in eps:
                     etp = 1 if (moe and tp > 1) else tp   # MoE zoo: expert TP 1 with EP
@@ -195,20 +188,33 @@ def shapes(cluster: Cluster, model: Model, training: Training, decisions: Decisi
     return out
 
 
-def base_of(shape) -> tuple:
-    """A Shape's or a Layout's degrees (tp, pp, cp, ep, dp): the shape its variants share."""
-    return (shape.tp, shape.pp, shape.cp, shape.ep, shape.dp)
+class Base(NamedTuple):
+    """A shape's degrees without its virtual stages: what its (micro-batch, vpp) variants share."""
+    tp: int
+    pp: int
+    cp: int
+    ep: int
+    dp: int
 
 
-def variants_of(shapes_and_bases: list[tuple[Shape, tuple]], gbs: int, mbs_options: tuple) -> dict[tuple, list]:
+
+def variants_of(shapes_and_bases: list[tuple[Shape, Base]], gbs: int, mbs_options: tuple) -> dict[Base, list]:
     """base -> its (micro-batch, vpp) options: the micro-batch divides the global batch over dp
     (DeepSpeed's batch identity), and interleaving needs the micro-batches to fill the stages (M10/M11)."""
-    variants: dict[tuple, list[tuple[int, int]]] = {}
+    variants: dict[Base, list[tuple[int, int]]] = {}
+    # (what is legal depends on (dp, pp, vpp) alone, shared by many shapes: worked out once for each)
+    legal_for: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
     for shape, b in shapes_and_bases:
-        for mbs in mbs_options:
-            m = gbs // (mbs * shape.dp)
-            if gbs % (mbs * shape.dp) == 0 and (shape.vpp == 1 or (m >= shape.pp and m % shape.pp == 0)):
-                variants.setdefault(b, []).append((mbs, shape.vpp))
+        key = dp, pp, vpp = shape.dp, shape.pp, shape.vpp
+        if key not in legal_for:
+            legal_for[key] = [(mbs, vpp) for mbs in mbs_options if gbs % (mbs * dp) == 0
+                              and (vpp == 1 or (gbs // (mbs * dp) >= pp and gbs // (mbs * dp) % pp == 0))]
+        legal = legal_for[key]
+        if legal:
+            if b in variants:
+                variants[b] += legal
+            else:
+                variants[b] = legal[:]
     return variants
 
 
