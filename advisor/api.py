@@ -26,7 +26,7 @@ from .planner.ranking import NEAR_TIE
 from .results.audit import Audit
 from .results.comparison import Comparison, compared_layouts
 from .results.recommendation import Alternative, ChecklistItem, Recommendation
-from .results.render import OVER_PREFERENCE, named_layout
+from .results.render import named_layout
 from .results.trace import (RecommendResult, Trace, TraceEvent, decision_records, fired_events, input_summary,
                             not_fired_events)
 from .rulebook.actions import Decisions
@@ -138,21 +138,10 @@ def situation_decisions(book, facts: dict, engine: str | None, first_seq: int = 
     return decisions, fired_events(book, fired, facts, decisions, first_seq), fired, engine_name
 
 
-# The planner's notes the account repeats, by the words the planner writes them with.
-# TODO(the planner refactor): PlanEvent carries its kind (planner/messages.py's near-tie preference
-# note: "preference"; its count of what fit: "search"; planner/families.py's move to the other family:
-# "family_move"), and this falls back to nothing.
-_PLANNER_NOTE_WORDS = ((OVER_PREFERENCE, "preference"), ("layouts fit", "search"), ("overrides rule", "family_move"))
-
-
 def _planner_note_kind(e) -> str | None:
-    """What one planner `note` is about (TraceEvent.kind), for the notes the account repeats."""
-    if e.op != "note":
-        return None
-    stated = getattr(e, "kind", None)
-    if stated is not None:
-        return stated
-    return next((kind for words, kind in _PLANNER_NOTE_WORDS if words in e.message), None)
+    """What one planner `note` is about (TraceEvent.kind), for the notes the account repeats: the
+    planner states it (PlanEvent.kind)."""
+    return e.kind if e.op == "note" else None
 
 
 def _planner_events(result, dropped: list[tuple[str, str]], first_seq: int) -> list[TraceEvent]:

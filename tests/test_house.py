@@ -23,15 +23,6 @@ ALLOWED: dict[str, str] = {
     "advisor/inputs/hf.py::model_fields_from_hf_config lines": _OWNED_ELSEWHERE,
     "advisor/inputs/layout.py::id lines": _OWNED_ELSEWHERE,
     "advisor/inputs/specs.py lines": _OWNED_ELSEWHERE,
-    "advisor/planner/__init__.py::plan lines": _OWNED_ELSEWHERE,
-    "advisor/planner/families.py::other_family params": _OWNED_ELSEWHERE,
-    "advisor/planner/families.py::narrow_framework params": _OWNED_ELSEWHERE,
-    "advisor/planner/families.py::move_to params": _OWNED_ELSEWHERE,
-    "advisor/planner/families.py::widen_to_megatron params": _OWNED_ELSEWHERE,
-    "advisor/planner/ranking.py::tie_terms params": _OWNED_ELSEWHERE,
-    "advisor/planner/search.py lines": _OWNED_ELSEWHERE,
-    "advisor/planner/search.py::__init__ params": _OWNED_ELSEWHERE,
-    "advisor/planner/search.py::explore_option params": _OWNED_ELSEWHERE,
 }
 
 

@@ -32,7 +32,6 @@ _LINK = re.compile(r"\]\(([^)#:\s]+)(?:#[^)]*)?\)")      # a relative Markdown l
 # inputs, cost model) and the rule references to the seed article, which has no public address yet.
 KNOWN: dict[str, str] = {
     "advisor/inputs/": "the CLI/inputs helper's branch",
-    "advisor/planner/": "the planner helper's branch",
     "advisor/cli.py": "the CLI/inputs helper's branch",
     "docs/rules.md: file shared/seed/": "generated from the rule files below",
     "rules/checklist.toml: file shared/seed/": "the seed article: no public address to cite yet",

@@ -167,7 +167,7 @@ def move_to(job: Job, result: PlanResult, family: Family, side: Outcome) -> Plan
                              f"{1 - est.step_time / ours:.0%} faster than the best {strategy} layout "
                              f"({est.step_time:.2f} s vs {ours:.2f} s), beyond the {NEAR_TIE:.1%} the estimate "
                              f"cannot separate (its measured error): it overrides rule {rule}'s preference for "
-                             f"{strategy}", rule_id=rule_id)
+                             f"{strategy}", rule_id=rule_id, kind="family_move")
     kept = set_aside(result, est.step_time, rule)
     ranking = result.ranking
     if job.keep_ranking:                 # the chosen family leads

@@ -136,7 +136,7 @@ def preference_set_aside(features: dict[str, str], used: str) -> PlanEvent | Non
         return None
     others = "; ".join(f"rule {features[f]}'s ({f}: {TIE_WORDS[f]})" for f in aside)
     return PlanEvent("note", f"among near-ties, rule {features[used]}'s preference ({used}: {TIE_WORDS[used]}) "
-                             f"{OVER_PREFERENCE} {others}", rule_id=features[used])
+                             f"{OVER_PREFERENCE} {others}", rule_id=features[used], kind="preference")
 
 
 def note_search(found: list[Candidate], floors: dict, variants: dict, tried: set, ties: Ties) -> list[PlanEvent]:
@@ -146,7 +146,7 @@ def note_search(found: list[Candidate], floors: dict, variants: dict, tried: set
     n_variants = sum(len(v) for b, v in variants.items() if b in floors)
     shapes = "1 shape fits; {} of its" if len(floors) == 1 else f"{len(floors)} shapes fit; {{}} of their"
     return [PlanEvent("note", f"{len(found)} layouts fit in memory ({n_tight} {memory}, ranked last); "
-                              f"ranked by estimated step time; {band}"),
+                              f"ranked by estimated step time; {band}", kind="search"),
             PlanEvent("note", shapes.format(len([t for t in tried if t.base in floors])) +
                       f" {n_variants} (micro-batch, vpp) variants sized; the others' floors (compute, "
                       f"unhidden communication, least bubble) cannot change the choice")]

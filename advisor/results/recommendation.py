@@ -36,7 +36,7 @@ class Alternative(BaseModel):
     "model-parallel"). None for a runner-up of the chosen family."""
     kind: str | None = None
     """Set when listed as the best layout of a kind the other entries do not show ("sharded
-    data-parallel (tp = pp = 1)", "TP x PP (ZeRO <= 2)", "expert-parallel"): advisor.planner.search.KINDS."""
+    data-parallel (tp = pp = 1)", "TP x PP (ZeRO <= 2)", "expert-parallel"): advisor.planner.alternatives.KINDS."""
 
 
 class Recommendation(BaseModel):
