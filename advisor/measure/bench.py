@@ -39,6 +39,10 @@ SECTIONS = ("env", "gemm", "attn", "moe", "elem", "host", "layer", "graphs", "su
 class _Bench:
     def __init__(self, smoke: bool, budget: float, log: Callable[[str], None]):
         self.cuda = torch.cuda.is_available()
+        if not self.cuda:
+            # off-GPU (the smoke run) on one thread: beside other processes, OpenMP's spinning barriers
+            # stalled it (the suite's smoke run took 3.6 s alone and 18-28 s on a loaded 2-core machine)
+            torch.set_num_threads(1)
         self.dev = "cuda" if self.cuda else "cpu"
         self.dtype = torch.bfloat16 if self.cuda else torch.float32
         self.smoke = smoke
