@@ -332,7 +332,11 @@ def _gpu(args):
         return args.gpu
     fields = read_gpu_file(args.gpu_spec) if args.gpu_spec is not None else presets.gpu(args.gpu, field="--gpu")
     if overrides:
-        fields = {**fields, **overrides, "name": f"{fields.get('name', 'custom')} (modified)",
+        from .inputs.units import device_memory_reading
+
+        # The header names the GPU: a vendor-style "80GB" says there how it was read (80 GiB).
+        reading = device_memory_reading(args.gpu_memory)
+        fields = {**fields, **overrides, "name": f"{fields.get('name', 'custom')} ({reading or 'modified'})",
                   "source": f"{fields.get('source', 'user-supplied')}; {' and '.join(overrides)} from the command line"}
     return GPU(**fields)
 
@@ -409,8 +413,35 @@ def _assumptions(items: list[str]):
         name, sep, text = item.partition("=")
         if not sep or not name:
             raise InputError("--assume", item, "NAME=VALUE, e.g. megatron_main_grad_bytes=2")
-        values[name.strip()] = _assumption_value(item, text)
+        name = _assumption_name(name.strip(), Assumptions.model_fields)
+        values[name] = _with_units(name, _assumption_value(item, text), Assumptions.model_fields[name].annotation)
     return Assumptions(**values)
+
+
+def _assumption_name(name: str, fields) -> str:
+    """NAME of --assume, or an error naming the closest fields of Assumptions."""
+    if name in fields:
+        return name
+    from .errors import InputError
+    from .inputs.suggest import closest
+
+    near = closest(name, list(fields))
+    raise InputError("--assume", name, "a field of advisor.Assumptions",
+                     f"did you mean {', '.join(near)}?" if near else "help(advisor.Assumptions) lists them")
+
+
+def _with_units(name: str, value, annotation):
+    """A text VALUE with units for a numeric knob, in its canonical unit: `pcie_bandwidth="32 GB/s"`
+    as Cluster's bandwidths take it (bytes/s), a `*_bytes` int knob as bytes; other values as given."""
+    if not isinstance(value, str) or annotation not in (int, float):
+        return value
+    from .inputs import units
+
+    if name.endswith("_bandwidth"):
+        return units.to_bytes_per_second(value, f"--assume {name}")
+    if name.endswith("_bytes") and annotation is int:
+        return units.to_bytes(value, f"--assume {name}")
+    return value
 
 
 def _assumption_value(item: str, text: str):

@@ -25,7 +25,7 @@ from .screen import screen
 from .stacks import HF_STACKS, check_stack, check_stack_version
 from .gpu_file import is_gpu_file_name, read_gpu_file
 from .text import Label, SourceText
-from .units import to_bytes, to_bytes_per_second, to_count, to_flops_per_second, to_tokens
+from .units import to_bytes, to_bytes_per_second, to_count, to_device_memory, to_flops_per_second, to_tokens
 
 __all__ = ["GPU", "Cluster", "MLA", "Model", "Training", "Precision", "resolve_training"]
 
@@ -36,6 +36,8 @@ def _unit(convert, field: str):
 
 
 Bytes = Annotated[int, _unit(to_bytes, "memory")]
+# A GPU's own memory: the vendor's "80GB" is 80 GiB (units.to_device_memory says why and where from).
+DeviceBytes = Annotated[int, _unit(to_device_memory, "memory")]
 ByteRate = Annotated[float, _unit(to_bytes_per_second, "bandwidth")]
 FlopRate = Annotated[float, _unit(to_flops_per_second, "peak_flops")]
 Tokens = Annotated[int, _unit(to_tokens, "seq_len")]
@@ -64,8 +66,10 @@ class GPU(_Frozen):
     """One accelerator model, with the system defaults of the server it usually ships in."""
 
     name: Label = "custom"
-    memory: Bytes
-    """Device memory (HBM), e.g. "80 GiB"."""
+    memory: DeviceBytes
+    """Device memory (HBM), e.g. "80 GiB". The vendor's "80GB" (or "80G") is read as 80 GiB, as the
+    vendor means it: HBM stacks are binary (A100 80GB = 5 x 16 GiB; nvidia-smi shows an H100 80GB's
+    81559 MiB), and the presets are written so; a plain number is bytes."""
     peak_flops: FlopRate
     """Dense BF16/FP16 tensor-core peak, without sparsity, e.g. "989 TFLOP/s"."""
     peak_flops_fp8: FlopRate | None = None
