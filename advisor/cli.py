@@ -108,7 +108,9 @@ def _situation_args(r: argparse.ArgumentParser) -> None:
     r.add_argument("--gpus", required=True, type=int, help="total number of GPUs")
     _network_args(r)
     r.add_argument("--seq-len", help="tokens per sequence, e.g. 4096, 8k, 128k (default: the model's context)")
-    r.add_argument("--global-batch", type=int, help="sequences per optimizer step (default: about 4M tokens)")
+    r.add_argument("--global-batch", metavar="N", help="the batch of one optimizer step: sequences (512), or tokens "
+                                                        "with a suffix (4M = 4 x 2^20 tokens, 512k), turned into "
+                                                        "sequences of --seq-len (default: about 4M tokens)")
     r.add_argument("--precision", choices=list(RECIPES), default="bf16",
                    help="GEMM precision recipe (advisor.inputs.precision): fp8 = the framework's default FP8")
     r.add_argument("--no-flash-attention", action="store_true", help="FlashAttention kernels are not available")
@@ -317,7 +319,32 @@ def _situation(args):
         if args.framework_version is not None:
             training["framework_version"] = args.framework_version
     model = Model.from_hf_config(args.hf_config) if args.hf_config else Model.preset(args.model)
+    if "global_batch_size" in training:
+        training["global_batch_size"] = _global_batch(training["global_batch_size"], model, training)
     return Cluster(**cluster), model, Training(**training)
+
+
+def _global_batch(text: str, model, training: dict) -> int | str:
+    """--global-batch: a plain count is sequences; a count with a suffix (k, M, as --seq-len and
+    Scaling.max_batch_tokens read them: 4M = 4 x 2^20) is tokens, turned into whole sequences of the
+    job's seq_len and echoed on stderr as "4M tokens = 512 sequences of 8192"."""
+    if text.strip().isdigit():
+        return int(text)
+    from .errors import InputError
+    from .inputs.specs import Training, resolve_training
+    from .inputs.units import to_tokens
+
+    try:
+        tokens = to_tokens(text, "--global-batch")
+    except InputError:
+        raise InputError("--global-batch", text, "sequences (512), or tokens with a suffix (4M, 512k)") from None
+    seq = resolve_training(model, Training(**{k: v for k, v in training.items() if k != "global_batch_size"}))[0].seq_len
+    sequences = round(tokens / seq)
+    if sequences < 1:
+        raise InputError("--global-batch", text, f"at least one sequence of {seq} tokens")
+    exact = "" if sequences * seq == tokens else f" (rounded: {sequences * seq:,} tokens)"
+    _say(f"advisor: note: --global-batch {text} = {tokens:,} tokens = {sequences} sequences of {seq}{exact}")
+    return sequences
 
 
 def _gpu(args):
@@ -958,8 +985,9 @@ def _capacity_parser(c: argparse.ArgumentParser) -> None:
                    help='scale-out network bandwidth per GPU, one direction, e.g. "200 Gbit/s" (default: each '
                         "preset's reference server)")
     c.add_argument("--seq-len", help="tokens per sequence, e.g. 4096, 8k (default: the model's context)")
-    c.add_argument("--global-batch", type=int, help="sequences per step; given, it stays fixed at every count "
-                                                    "(default: about 4M tokens, growing with the count)")
+    c.add_argument("--global-batch", metavar="N", help="sequences per step (512), or tokens with a suffix (4M); "
+                                                       "given, it stays fixed at every count (default: about 4M "
+                                                       "tokens, growing with the count)")
     c.add_argument("--precision", choices=list(RECIPES), default="bf16", help="GEMM precision recipe")
     c.add_argument("--cuda-graphs", action="store_true", help="the step replays CUDA graphs")
     _finetune_args(c)
@@ -998,6 +1026,8 @@ def _capacity_inputs(args) -> dict:
                        ("framework_version", args.framework and args.framework_version)):
         if value is not None:
             training[key] = value
+    if "global_batch_size" in training:
+        training["global_batch_size"] = _global_batch(training["global_batch_size"], model, training)
     overrides = {key: value for key, value in (("gpus_per_node", args.gpus_per_node),
                                                  ("nvlink_domain", args.nvlink_domain),
                                                  ("inter_node_bandwidth", args.inter_node_bandwidth))
