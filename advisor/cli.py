@@ -92,10 +92,34 @@ def _finetune_fields(args) -> dict:
     return fields
 
 
+LAYOUT_FRAMEWORKS = ("megatron", "deepspeed", "megatron+deepspeed", "torchtitan")
+# The layout framework (Layout.framework) each stated stack runs, for audit's default: the rules
+# (rules/stated-framework.toml) say which layouts a stack allows; this is only the audit's guess
+# when neither --layout-framework nor a layout id's prefix says.
+STACK_LAYOUT_FRAMEWORK = {"megatron-core": "megatron", "megatron-bridge": "megatron", "nemo": "megatron",
+                          "megatron-lm": "megatron", "megatron-deepspeed": "megatron+deepspeed",
+                          "deepspeed": "deepspeed", "hf-trl": "deepspeed", "hf-accelerate": "deepspeed",
+                          "torchtitan": "torchtitan"}
+
+
+def _stack_name(text: str) -> str:
+    """--framework: a stack name (every command); a layout framework's name that is no stack gets an
+    error pointing to --layout-framework (audit's --framework meant the layout's framework before)."""
+    name = text.strip().lower()
+    if name in STACKS:
+        return name
+    if name in LAYOUT_FRAMEWORKS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is a layout framework, not a training stack: --framework names the stack you run "
+            f"({', '.join(STACKS)}); the framework of an audited layout is --layout-framework {name} "
+            f"(or the prefix of --layout's id)")
+    raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {', '.join(STACKS)})")
+
+
 def _stack_args(r: argparse.ArgumentParser) -> None:
-    """Training.framework: the stack the team runs (recommend, explain). audit's --framework is the
-    layout's framework (Layout.framework) instead, the one the audited layout runs on."""
-    r.add_argument("--framework", choices=list(STACKS), metavar="NAME",
+    """Training.framework: the stack the team runs, with one meaning on every command (audit's layout
+    framework is --layout-framework)."""
+    r.add_argument("--framework", type=_stack_name, metavar="NAME",
                    help="the training stack you run, which the rules (rules/stated-framework.toml) turn into the "
                         f"layouts allowed: {', '.join(STACKS)} (default: the advisor chooses, and says so)")
 
@@ -241,9 +265,14 @@ def _parser() -> argparse.ArgumentParser:
     a = sub.add_parser("audit", help="check a layout: what the frameworks refuse, what is unwise, and why",
                        **_with_exit_status)
     _situation_args(a)
-    a.add_argument("--framework", choices=["megatron", "deepspeed", "megatron+deepspeed", "torchtitan"],
-                   default="megatron", help="the framework the audited layout runs on (Layout.framework; "
-                                            "recommend's --framework names a training stack instead)")
+    _stack_args(a)
+    a.add_argument("--layout-framework", choices=LAYOUT_FRAMEWORKS, metavar="NAME",
+                   help="the framework the audited layout runs on (Layout.framework): "
+                        f"{', '.join(LAYOUT_FRAMEWORKS)} (default: --layout's prefix, else the one --framework's "
+                        "stack runs, else megatron)")
+    a.add_argument("--layout", metavar="LAYOUT_ID",
+                   help="the layout as recommend prints its id, e.g. tp8-dp4-pp2-zero1-sp-nmb128 or "
+                        "deepspeed/tp1-dp64-pp1-zero3 (instead of --tp, --pp, ... flags)")
     for dim in ("tp", "pp", "cp", "ep", "etp", "vpp"):
         a.add_argument(f"--{dim}", type=int, help=f"{dim} degree (default 1{', tp' if dim == 'etp' else ''})")
     a.add_argument("--dp", type=int, help="data-parallel degree (default: gpus / (tp*pp*cp))")
@@ -314,7 +343,7 @@ def _situation(args):
                        ("micro_batch_size", getattr(args, "micro_batch", None) if args.command != "audit" else None)):
         if value is not None:
             training[key] = value
-    if args.command != "audit" and args.framework is not None:     # the stated stack (audit's is the layout's)
+    if args.framework is not None:                  # the stated stack, on every command
         training["framework"] = args.framework
         if args.framework_version is not None:
             training["framework_version"] = args.framework_version
@@ -546,7 +575,36 @@ def _audit(args) -> int:
     from .inputs.layout import Layout
 
     cluster, model, training = _situation(args)
-    fields = {"framework": args.framework, "zero_stage": args.zero, "sp": args.sp,
+    report = audit(cluster, model, _audited_layout(args), training, rules=tuple(args.rules), engine=args.engine,
+                   assumptions=_assumptions(args.assume), compare=not args.no_compare)
+    fmt = "json" if args.json else args.format
+    if not _emit_result(report, fmt, args):
+        if report.ok:
+            _check_format(fmt, report.layout.framework)
+        _emit_export(fmt, report, report.layout if report.ok else None, _assumptions(args.assume),
+                     _export_pin(fmt, args), report.explain())
+    return 0 if report.ok else 1
+
+
+def _audited_layout(args):
+    """The audited layout: --layout's id, or the --tp, --pp, ... flags; its framework is
+    --layout-framework, else the id's prefix, else the stated stack's, else megatron."""
+    from .errors import InputError
+    from .inputs.layout import Layout
+
+    framework = args.layout_framework or STACK_LAYOUT_FRAMEWORK.get(args.framework, "megatron")
+    if args.layout is not None:
+        _only_layout(args)
+        text = args.layout if "/" in args.layout or framework == "megatron" else f"{framework}/{args.layout}"
+        try:
+            layout = Layout.parse(text)
+        except InputError as exc:
+            raise InputError("--layout", args.layout, exc.want, exc.hint) from None
+        if args.layout_framework is not None and layout.framework != args.layout_framework:
+            raise InputError("--layout-framework", args.layout_framework, f"{layout.framework}, the prefix of "
+                             f"--layout {args.layout}", "give one of them")
+        return layout
+    fields = {"framework": framework, "zero_stage": args.zero, "sp": args.sp,
               "overlap_p2p_comm": not args.no_overlap_p2p, "micro_batch_size": args.micro_batch,
               "recompute": args.recompute, "offload": args.offload, "offload_device": args.offload_device}
     for dim in ("tp", "pp", "cp", "ep", "etp", "vpp", "dp"):
@@ -554,15 +612,20 @@ def _audit(args) -> int:
             fields[dim] = getattr(args, dim)
     if args.num_microbatches is not None:
         fields["num_microbatches"] = args.num_microbatches
-    report = audit(cluster, model, Layout(**fields), training, rules=tuple(args.rules), engine=args.engine,
-                   assumptions=_assumptions(args.assume), compare=not args.no_compare)
-    fmt = "json" if args.json else args.format
-    if not _emit_result(report, fmt, args):
-        if report.ok:
-            _check_format(fmt, report.layout.framework)
-        _emit_export(fmt, report, report.layout if report.ok else None, _assumptions(args.assume),
-                     args.framework_version, report.explain())
-    return 0 if report.ok else 1
+    return Layout(**fields)
+
+
+def _only_layout(args) -> None:
+    """--layout says the whole layout: a --tp, --zero, ... flag beside it would be silently dropped."""
+    from .errors import InputError
+
+    defaults = {"tp": None, "pp": None, "cp": None, "ep": None, "etp": None, "vpp": None, "dp": None,
+                "num_microbatches": None, "zero": 0, "sp": False, "no_overlap_p2p": False, "micro_batch": 1,
+                "recompute": "none", "offload": "none", "offload_device": "cpu"}
+    given = [f"--{key.replace('_', '-')}" for key, default in defaults.items() if getattr(args, key) != default]
+    if given:
+        raise InputError("--layout", args.layout, "the whole layout, without " + ", ".join(given),
+                         "write the layout either as one id (--layout) or as flags (--tp, --pp, ...)")
 
 
 def _emit_result(result, fmt: str, args) -> bool:
