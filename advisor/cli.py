@@ -404,7 +404,7 @@ def _framework_version(fmt: str, given: str | None) -> str:
     if given is None:
         return versions[0]
     if given not in versions:
-        raise InputError("--framework-version", given, f"one of {list(versions)} for --format {fmt}")
+        raise InputError("--framework-version", given, list(versions), f"the releases --format {fmt} is written for")
     return given
 
 
@@ -898,9 +898,19 @@ def _validation_items(exc) -> list[tuple[dict, str]]:
         where = ".".join(str(p) for p in err["loc"])
         field = f"{exc.title}.{where}" if where else exc.title
         have = err.get("input")
-        items.append(({"field": field, "have": have, "want": err["msg"], "hint": None},
+        items.append(({"field": field, "have": have, "want": _want_data(err), "hint": None},
                       f"{field}: invalid value\n  have: {have!r}\n  want: {err['msg']}"))
     return items
+
+
+def _want_data(err: dict):
+    """pydantic's error as data for JSON's `want`: the allowed values of a choice as a list
+    ("Input should be 'a' or 'b'" -> ["a", "b"]), else the constraint and its bounds as an object
+    ({"constraint": "greater_than_equal", "ge": 1}); the words stay in `message`."""
+    ctx = err.get("ctx") or {}
+    if err["type"] in ("literal_error", "enum") and isinstance(ctx.get("expected"), str):
+        return re.findall(r"'([^']*)'", ctx["expected"]) or [ctx["expected"]]
+    return {"constraint": err["type"], **{k: _jsonable(v) for k, v in ctx.items() if k != "error"}}
 
 
 def _validation_text(exc) -> str:

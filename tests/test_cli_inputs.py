@@ -43,3 +43,75 @@ def test_audit_layout_id_and_flags_together_are_refused_not_merged(capsys):
     code, out, _ = run(capsys, "audit", *H100x8, "--json", "--layout", "tp2-dp4-pp1-zero1-sp", "--tp", "4")
     error = json.loads(out)["error"]
     assert code == 2 and error["field"] == "--layout" and "--tp" in error["want"]
+
+
+# ---- item 4: did-you-mean, ranked by similarity; a few names, not all of them; hub ids
+
+def test_assume_typo_suggests_the_knob(capsys):
+    code, out, _ = run(capsys, "recommend", *H100x8, "--json", "--assume", "megatron_main_grad_byte=2")
+    error = json.loads(out)["error"]
+    assert code == 2 and error["hint"].startswith("did you mean megatron_main_grad_bytes")
+
+
+@pytest.mark.parametrize("cls, key, first", [("Training", "global_batch", "global_batch_size"),
+                                             ("Cluster", "num_gpus", "gpus"),
+                                             ("Training", "seq_length", "seq_len"),
+                                             ("GPU", "memroy", "memory")])
+def test_mistyped_keys_name_the_field_meant(cls, key, first):
+    import advisor
+    from advisor import InputError
+
+    base = {"Training": {}, "Cluster": {"gpu": "H100"}, "GPU": {"memory": "80 GiB", "peak_flops": "989 TF"}}[cls]
+    data = {**{k: v for k, v in base.items() if not (cls == "GPU" and k == "memory")}, key: 8}
+    with pytest.raises(InputError) as info:
+        from advisor.inputs.coerce import coerce
+
+        coerce(data, getattr(advisor, cls), cls.lower(), "fields")
+    err = info.value
+    assert f"did you mean {first}" in err.hint and isinstance(err.want, list) and first in err.want
+
+
+def test_a_gpu_spec_file_with_a_mistyped_key_suggests_the_field(tmp_path, capsys):
+    spec = tmp_path / "gpu.json"
+    spec.write_text(json.dumps({"memory": "48 GiB", "peak_flops": "181 TFLOP/s", "nvlink_bandwith": "600 GB/s"}))
+    code, out, _ = run(capsys, "recommend", "--model", "llama-3-8b", "--gpu-spec", str(spec), "--gpus", "8", "--json")
+    error = json.loads(out)["error"]
+    assert code == 2 and "did you mean nvlink_bandwidth" in error["hint"]
+
+
+def test_gpu_suggestions_rank_the_same_family_first(capsys):
+    code, _, err = run(capsys, "recommend", "--model", "llama-3-8b", "--gpu", "H100-80GB", "--gpus", "8")
+    assert code == 2 and "did you mean H100-SXM-80GB," in err
+
+
+def test_a_mistyped_model_prints_a_few_names_not_all(capsys):
+    code, _, err = run(capsys, "recommend", "--model", "llama-3-8", "--gpu", "H100", "--gpus", "8")
+    assert code == 2 and "did you mean llama-3-8b" in err
+    assert "deepseek-v3.2" not in err and max(len(line) for line in err.splitlines()) < 400
+
+
+def test_a_hub_id_gets_the_hf_config_hint(capsys):
+    code, _, err = run(capsys, "recommend", "--model", "meta-llama/Meta-Llama-3-8B", "--gpu", "H100", "--gpus", "8")
+    assert code == 2 and "Hugging Face hub id" in err and "--hf-config" in err and "did you mean llama-3-8b" in err
+
+
+# ---- item 5: JSON errors carry `want` as data
+
+@pytest.mark.parametrize("argv", [
+    ["recommend", "--model", "llama-3-8", "--gpu", "H100", "--gpus", "8"],
+    ["recommend", "--model", "llama-3-8b", "--gpu", "H100-80GB", "--gpus", "8"],
+    ["recommend", *H100x8[:4], "--gpus", "0"],
+    ["recommend", *H100x8, "--micro-batch", "0"],
+    ["recommend", *H100x8, "--assume", "hbm_efficiency=2"],
+    ["recommend", *H100x8, "--assume", "megatron_main_grad_byte=2"],
+])
+def test_json_error_want_is_data_never_a_python_list_or_pydantic_text(capsys, argv):
+    code, out, _ = run(capsys, *argv, "--json")
+    error = json.loads(out)["error"]
+    assert code == 2
+    for item in [error, *error.get("errors", [])]:
+        want = item["want"]
+        assert want is not None
+        if isinstance(want, str):
+            assert not want.lstrip("one of ").startswith("[") and "Input should" not in want, want
+            assert "permitted" not in want, want

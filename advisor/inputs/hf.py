@@ -255,8 +255,8 @@ def model_fields_from_hf_config(path_or_dict: str | os.PathLike[str] | Mapping[s
     cfg, where = _load(path_or_dict)
     model_type = cfg.get("model_type")
     if model_type is None:
-        raise InputError("hf_config.model_type", None,
-                         f"one of {list(SUPPORTED_MODEL_TYPES)} (the key is missing)", _where(where))
+        raise InputError("hf_config.model_type", None, list(SUPPORTED_MODEL_TYPES),
+                         f"the key is missing; {_where(where)}")
     if isinstance(model_type, str) and model_type in _TEXT_CONFIG:
         text = cfg.get("text_config")
         if not isinstance(text, Mapping):
@@ -266,10 +266,10 @@ def model_fields_from_hf_config(path_or_dict: str | os.PathLike[str] | Mapping[s
                "_name_or_path": cfg.get("_name_or_path") or text.get("_name_or_path")}
         model_type = cfg["model_type"]
     if isinstance(model_type, str) and model_type in _NOT_YET:
-        raise InputError("hf_config.model_type", model_type, f"one of {list(SUPPORTED_MODEL_TYPES)}",
+        raise InputError("hf_config.model_type", model_type, list(SUPPORTED_MODEL_TYPES),
                          f"{_NOT_YET[model_type]}; no other model_type describes it, so none is suggested")
     if not isinstance(model_type, str) or model_type not in _FAMILIES:
-        raise InputError("hf_config.model_type", model_type, f"one of {list(SUPPORTED_MODEL_TYPES)}",
+        raise InputError("hf_config.model_type", model_type, list(SUPPORTED_MODEL_TYPES),
                          "for another architecture, give its shape to advisor.Model(layers=..., hidden=..., "
                          "heads=..., kv_heads=..., ffn_hidden=..., vocab=..., experts=...) field by field; "
                          "renaming model_type would read the file with another family's rules")
@@ -814,8 +814,8 @@ def _rope(r: "_Reader") -> dict[str, Any]:
     if kind in (None, "default"):
         return out
     if kind not in _ROPE_SCALING:
-        raise InputError("hf_config.rope_scaling.rope_type", kind, f"one of {sorted(_ROPE_SCALING)} or absent",
-                         _where(r.where))
+        raise InputError("hf_config.rope_scaling.rope_type", kind, sorted(_ROPE_SCALING),
+                         f"or no rope_scaling at all; {_where(r.where)}")
     out["rope_scaling"] = _ROPE_SCALING[kind]
     out["rope_scaling_factor"] = _positive(r, "rope_scaling.factor", scaling.get("factor"))
     return out
