@@ -2,6 +2,7 @@
 nearest right thing (the --framework meaning, did-you-mean for names and keys, `want` as data)."""
 
 import json
+import re
 
 import pytest
 
@@ -115,3 +116,23 @@ def test_json_error_want_is_data_never_a_python_list_or_pydantic_text(capsys, ar
         if isinstance(want, str):
             assert not want.lstrip("one of ").startswith("[") and "Input should" not in want, want
             assert "permitted" not in want, want
+
+
+# ---- item 7: "No layout fits" says what would, each change planned again
+
+def test_no_layout_fits_names_changes_that_fit_each_planned_again(capsys):
+    import advisor
+
+    code, out, _ = run(capsys, "recommend", "--model", "llama-3-70b", "--gpu", "L4", "--gpus", "1", "--seq-len", "128k",
+                       "--width", "200")
+    assert code == 1 and "No layout fits" in out and "What would fit" in out
+    more = re.search(r"- (\d+) GPUs: (\S+) \(([\d.]+) of ([\d.]+) GiB per GPU\)", out)
+    shorter = re.search(r"- seq (\d+): (\S+) ", out)
+    assert more and shorter
+    rec = advisor.recommend({"gpu": "L4", "gpus": int(more.group(1))}, "llama-3-70b", {"seq_len": "128k"})
+    assert rec.status == "recommended" and rec.layout.id == more.group(2)
+    assert f"{rec.memory.total / 2**30:.1f}" == more.group(3)
+    half = advisor.recommend({"gpu": "L4", "gpus": int(more.group(1)) // 2}, "llama-3-70b", {"seq_len": "128k"})
+    assert half.status != "recommended"                       # the smallest count: half of it does not fit
+    assert advisor.recommend({"gpu": "L4", "gpus": 1}, "llama-3-70b",
+                             {"seq_len": int(shorter.group(1))}).layout.id == shorter.group(2)

@@ -82,6 +82,8 @@ def _recommend(args) -> int:
         _emit(rec.model_dump_json(indent=2), as_json=True)
     elif fmt == "text":
         _emit(rec.explain(args.explain, width=_width(args)))
+        if rec.status != "recommended":
+            _emit(_what_would_fit(args, (cluster, model, training)))
     else:
         if rec.layout is not None:
             _check_format(fmt, rec.layout.framework)
@@ -112,3 +114,12 @@ def _export_pin(fmt: str, args) -> str | None:
          f"is written for {pin} (the releases it can be written for: {', '.join(FRAMEWORK_VERSIONS[fmt])})")
     return pin
 
+
+def _what_would_fit(args, situation) -> str:
+    """Under "No layout fits": the smallest changes that would fit, each planned again (cli/whatfits.py)."""
+    from ..results.brief import wrap_lines
+    from .whatfits import what_would_fit, what_would_fit_text
+
+    options = {"rules": tuple(args.rules), "engine": args.engine, "assumptions": _assumptions(args.assume)}
+    text = what_would_fit_text(what_would_fit(*situation, options))
+    return "\n".join(wrap_lines(text.splitlines(), _width(args)))
