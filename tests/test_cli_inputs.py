@@ -136,3 +136,38 @@ def test_no_layout_fits_names_changes_that_fit_each_planned_again(capsys):
     assert half.status != "recommended"                       # the smallest count: half of it does not fit
     assert advisor.recommend({"gpu": "L4", "gpus": 1}, "llama-3-70b",
                              {"seq_len": int(shorter.group(1))}).layout.id == shorter.group(2)
+
+
+# ---- item 6: Volta has no BF16 and no FlashAttention; the rules say so, the planner does not pick bf16
+
+def test_audit_refuses_bf16_and_warns_on_flash_attention_on_volta():
+    import advisor
+
+    layout = advisor.Layout(tp=1, pp=1, dp=8, zero_stage=1)
+    report = advisor.audit({"gpu": "V100", "gpus": 8}, "llama-2-7b", layout, {"seq_len": 2048, "precision": "bf16"})
+    assert "layout.bf16-needs-bf16-tensor-cores" in {f.rule_id for f in report.errors}
+    assert "layout.flash-attention-needs-sm80" in {f.rule_id for f in report.warnings}
+    fp16 = advisor.audit({"gpu": "V100", "gpus": 8}, "llama-2-7b", layout,
+                         {"seq_len": 2048, "precision": "fp16", "flash_attention": False})
+    assert not {"layout.bf16-needs-bf16-tensor-cores", "layout.flash-attention-needs-sm80"} & {f.rule_id for f in fp16.findings}
+    h100 = advisor.audit({"gpu": "H100", "gpus": 8}, "llama-2-7b", layout, {"seq_len": 2048})
+    assert not {"layout.bf16-needs-bf16-tensor-cores", "layout.flash-attention-needs-sm80"} & {f.rule_id for f in h100.findings}
+
+
+def test_the_planner_never_recommends_bf16_on_volta(capsys):
+    import advisor
+
+    rec = advisor.recommend({"gpu": "V100", "gpus": 8}, "llama-2-7b", {"precision": "bf16"})
+    assert rec.status != "recommended" and "bf16-needs-bf16-tensor-cores" in " ".join(e.message + (e.rule_id or "")
+                                                                                    for e in rec.trace.events)
+    code, out, err = run(capsys, "recommend", "--model", "llama-2-7b", "--gpu", "V100", "--gpus", "8", "--json")
+    assert code == 0 and json.loads(out)["training"]["precision"] == "fp16" and "no BF16 tensor cores" in err
+
+
+def test_gpu_flags_are_dumped_only_where_false_and_read_back():
+    import advisor
+
+    v100, h100 = advisor.Cluster(gpu="V100", gpus=8).gpu, advisor.Cluster(gpu="H100", gpus=8).gpu
+    assert (v100.bf16, v100.flash_attention, h100.bf16, h100.flash_attention) == (False, False, True, True)
+    assert "bf16" not in h100.model_dump() and v100.model_dump()["bf16"] is False
+    assert advisor.GPU(**v100.model_dump()) == v100 and advisor.GPU(**h100.model_dump()) == h100

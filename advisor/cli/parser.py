@@ -117,8 +117,9 @@ def _situation_args(r: argparse.ArgumentParser) -> None:
     r.add_argument("--global-batch", metavar="N", help="the batch of one optimizer step: sequences (512), or tokens "
                                                         "with a suffix (4M = 4 x 2^20 tokens, 512k), turned into "
                                                         "sequences of --seq-len (default: about 4M tokens)")
-    r.add_argument("--precision", choices=list(RECIPES), default="bf16",
-                   help="GEMM precision recipe (advisor.inputs.precision): fp8 = the framework's default FP8")
+    r.add_argument("--precision", choices=list(RECIPES),
+                   help="GEMM precision recipe (advisor.inputs.precision): fp8 = the framework's default FP8 "
+                        "(default: bf16, or fp16 on a GPU without BF16, such as the V100)")
     r.add_argument("--no-flash-attention", action="store_true", help="FlashAttention kernels are not available")
     r.add_argument("--profile", metavar="FILE", help="a measured kernel profile of this GPU (advisor measure "
                                                      "writes one; default: the shipped H200 measurement, "

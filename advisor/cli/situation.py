@@ -54,7 +54,19 @@ def _situation(args):
     model = Model.from_hf_config(args.hf_config) if args.hf_config else Model.preset(args.model)
     if "global_batch_size" in training:
         training["global_batch_size"] = _global_batch(training["global_batch_size"], model, training)
-    return Cluster(**cluster), model, Training(**training)
+    cluster = Cluster(**cluster)
+    if training["precision"] is None:
+        training["precision"] = _default_precision(cluster.gpu)
+    return cluster, model, Training(**training)
+
+
+def _default_precision(gpu) -> str:
+    """bf16, or fp16 on a GPU without BF16 tensor cores (GPU.bf16: the V100), said on stderr: the rules
+    refuse bf16 there (layout.bf16-needs-bf16-tensor-cores)."""
+    if gpu.bf16:
+        return "bf16"
+    _say(f"advisor: note: precision fp16: {gpu.name} has no BF16 tensor cores (--precision to choose)")
+    return "fp16"
 
 
 def _global_batch(text: str, model, training: dict) -> int | str:

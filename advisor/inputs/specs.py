@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_serializer, model_validator
 
 from ..errors import InputError
 from . import presets
@@ -73,8 +73,25 @@ class GPU(_Frozen):
     """CPU<->GPU bandwidth per GPU, one direction, for activation and optimizer offload (PCIe Gen5
     x16 about 64 GB/s; NVLink-C2C on Grace superchips). None: Assumptions.pcie_bandwidth."""
     """CPU memory per node, for offload decisions."""
+    bf16: bool = True
+    """The part has BF16 tensor cores. False on Volta (V100: FP16 only, NVIDIA V100 datasheet) and
+    Turing: bf16 training is refused there (rule layout.bf16-needs-bf16-tensor-cores)."""
+    flash_attention: bool = True
+    """FlashAttention runs on the part. False on Volta: FlashAttention 1 and 2 need Turing or Ampere
+    (sm75 / sm80) and newer (Dao-AILab/flash-attention README, "Installation and features"); the audit
+    notes it (layout.flash-attention-needs-sm80)."""
     source: SourceText = "user-supplied"
     """Where the numbers come from (vendor datasheet and date)."""
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler):
+        # the two flags only where they say something (False): dumps of every other part, the golden
+        # files among them, stay as they were; a dump read back gets the default, True, again
+        data = handler(self)
+        for flag in ("bf16", "flash_attention"):
+            if data.get(flag) is True:
+                del data[flag]
+        return data
 
     @model_validator(mode="after")
     def _check(self) -> "GPU":
