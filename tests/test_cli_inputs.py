@@ -171,3 +171,19 @@ def test_gpu_flags_are_dumped_only_where_false_and_read_back():
     assert (v100.bf16, v100.flash_attention, h100.bf16, h100.flash_attention) == (False, False, True, True)
     assert "bf16" not in h100.model_dump() and v100.model_dump()["bf16"] is False
     assert advisor.GPU(**v100.model_dump()) == v100 and advisor.GPU(**h100.model_dump()) == h100
+
+
+# ---- item 9: the README's install path without a C compiler stays true to pyproject
+
+def test_readme_no_compiler_install_lists_every_other_dependency():
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    deps = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    line = next(line for line in readme.splitlines() if line.startswith("pip install --no-deps ."))
+    for dep in deps:
+        if not dep.startswith("durable-rules"):
+            assert f"'{dep}'" in line, dep
+    assert "answers identically" in readme and "3-5 minutes" in readme
