@@ -52,11 +52,11 @@ def _situation(args):
         if args.framework_version is not None:
             training["framework_version"] = args.framework_version
     model = Model.from_hf_config(args.hf_config) if args.hf_config else Model.preset(args.model)
-    if "global_batch_size" in training:
-        training["global_batch_size"] = _global_batch(training["global_batch_size"], model, training)
     cluster = Cluster(**cluster)
     if training["precision"] is None:
         training["precision"] = _default_precision(cluster.gpu)
+    if "global_batch_size" in training:
+        training["global_batch_size"] = _global_batch(training["global_batch_size"], model, training)
     return cluster, model, Training(**training)
 
 
