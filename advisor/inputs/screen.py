@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 from pydantic import BeforeValidator
 
 from ..errors import InputError
+from .suggest import closest
 
 __all__ = ["screen"]
 
@@ -104,8 +105,6 @@ def screen(cls, data: Any) -> Any:
 def _known_keys(title: str, data: dict, names: list[str]) -> None:
     """An InputError for the first key that is no field, with the closest fields as did-you-mean
     (`global_batch` -> global_batch_size, `num_gpus` -> gpus) and every field as data (`want`)."""
-    from .suggest import closest
-
     for key in data:
         if key not in names:
             near = closest(key, names) if isinstance(key, str) else []
