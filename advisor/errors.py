@@ -22,6 +22,7 @@ __all__ = [
     "UnknownEngineError",
     "EstimateError",
     "bounded_repr",
+    "want_text",
 ]
 
 
@@ -56,12 +57,27 @@ class AdvisorError(Exception):
     """Base class of every error advisor raises on purpose."""
 
 
+MAX_WANT_NAMES = 8
+"""Names a message lists when `want` is a list; the rest stay in the error's `want` (data in --json)."""
+
+
+def want_text(want: object) -> str:
+    """`want` for a message: a list of names as "one of a, b, c" (the first MAX_WANT_NAMES of a long
+    one, and how many more), never a Python list's repr; text as it is."""
+    if not isinstance(want, (list, tuple)):
+        return str(want)
+    names = [str(name) for name in want]
+    if len(names) <= MAX_WANT_NAMES:
+        return "one of " + ", ".join(names)
+    return f"one of {len(names)}: {', '.join(names[:MAX_WANT_NAMES])}, ... ({len(names) - MAX_WANT_NAMES} more)"
+
+
 class InputError(AdvisorError, ValueError):
     """A caller-supplied value is invalid: names the field, what was given and what is wanted."""
 
-    def __init__(self, field: str, have: object, want: str, hint: str | None = None):
+    def __init__(self, field: str, have: object, want: str | list, hint: str | None = None):
         self.field, self.have, self.want, self.hint = field, have, want, hint
-        msg = f"{field}: invalid value\n  have: {bounded_repr(have)}\n  want: {want}"
+        msg = f"{field}: invalid value\n  have: {bounded_repr(have)}\n  want: {want_text(want)}"
         if hint:
             msg += f"\n  hint: {hint}"
         super().__init__(msg)
@@ -76,7 +92,10 @@ class UnknownPresetError(InputError):
     def __init__(self, field: str, have: object, known: list[str] | str, hint: str | None = None):
         known_list = known if isinstance(known, list) else [known]
         self.known = known_list
-        super().__init__(field, have, f"one of {known_list}", hint)
+        super().__init__(field, have, known_list, hint)
+        if len(known_list) > MAX_WANT_NAMES:        # the hint's closest names, not 40 on one line
+            self.args = (str(self).replace(f"want: {want_text(known_list)}",
+                                           f"want: one of the {len(known_list)} presets `advisor presets` lists"),)
 
     def __reduce__(self):
         return (type(self), (self.field, self.have, self.known, self.hint))

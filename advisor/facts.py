@@ -117,6 +117,8 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("cluster.inter_node_gbps", float, "scale-out bandwidth per GPU, Gbit/s, one direction"),
     ("cluster.nvlink_gbps", float, "NVLink bandwidth per GPU, GB/s (vendor total)"),
     ("cluster.gpu_fp8", bool, "the GPU has FP8 tensor cores (GPU.peak_flops_fp8 set)"),
+    ("cluster.gpu_bf16", bool, "the GPU has BF16 tensor cores (GPU.bf16; False on Volta)"),
+    ("cluster.gpu_flash_attention", bool, "FlashAttention runs on the GPU (GPU.flash_attention; False on Volta)"),
     ("cluster.gpu_block_scaled", bool, "the GPU has block-scaled MX/NV tensor cores (GPU.peak_flops_fp4 set: Blackwell, MI355X)"),
     ("model.name", str, "model preset name or 'custom'"),
     ("model.params", int, "total parameters"),
@@ -329,6 +331,8 @@ def _cluster_facts(cluster: Cluster) -> dict[str, Any]:
         "nvlink_gbps": _round(cluster.intra_node_bandwidth / 1e9),
         "gpu_fp8": cluster.gpu.peak_flops_fp8 is not None,
         "gpu_block_scaled": cluster.gpu.peak_flops_fp4 is not None,
+        "gpu_bf16": cluster.gpu.bf16,
+        "gpu_flash_attention": cluster.gpu.flash_attention,
     }
 
 

@@ -34,6 +34,9 @@ DIALECT = "https://json-schema.org/draft/2020-12/schema"
 _STRING_INPUTS: dict[Callable[..., Any], dict[str, Any]] = {
     units.to_bytes: {"description": "a size with units, e.g. \"80 GiB\" (a plain number is bytes)",
                      "examples": ["80 GiB", "141 GB"]},
+    units.to_device_memory: {"description": "a GPU's memory with units, e.g. \"80 GiB\"; the vendor's \"80GB\" "
+                                            "is read as 80 GiB, as the vendor means it (a plain number is bytes)",
+                             "examples": ["80 GiB", "80GB"]},
     units.to_bytes_per_second: {"description": "a bandwidth with units, e.g. \"400 Gbit/s\" or \"900 GB/s\" "
                                                "(a plain number is bytes/s)",
                                 "examples": ["400 Gbit/s", "900 GB/s"]},

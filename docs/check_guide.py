@@ -3,9 +3,10 @@
     python docs/check_guide.py
 
 Run it after changing the planner, the cost model or the rules, and paste the fresh output into the
-guide where it differs. Lines containing "…" are elisions and are not compared. This is not part of
-the test suite on purpose: estimates move with every cost-model change, and the guide is trimmed
-output, not a golden file.
+guide where it differs. Lines containing "…" are elisions and are not compared. The comparison is not
+part of the test suite on purpose: estimates move with every cost-model change, and the guide is
+trimmed output, not a golden file. That every block of the guide runs (python, console, bash, toml,
+json), with the exit status it shows, is: tests/test_user_guide.py.
 """
 
 from __future__ import annotations

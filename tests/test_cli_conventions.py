@@ -63,7 +63,7 @@ def test_nothing_to_export_leaves_stdout_empty(capsys):
 
 def test_framework_version_selects_torchtitan_form(capsys):
     audit = ["audit", "--model", "llama-3-70b", "--gpu", "H100", "--gpus", "64", "--seq-len", "8k",
-             "--global-batch", "512", "--framework", "torchtitan", "--tp", "8", "--zero", "3", "--sp"]
+             "--global-batch", "512", "--layout-framework", "torchtitan", "--tp", "8", "--zero", "3", "--sp"]
     code, out, _ = run(capsys, *audit, "--format", "torchtitan")
     assert code == 0 and out.startswith("torchrun ") and "--parallelism.tensor_parallel_degree 8" in out
     code, out, _ = run(capsys, *audit, "--format", "torchtitan", "--framework-version", "v0.2.2")

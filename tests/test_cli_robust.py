@@ -356,3 +356,26 @@ def test_user_guide_lists_every_exit_status():
     table = table[:table.index("\n\n", table.index("| code |"))]
     assert [int(line.split("|")[1]) for line in table.splitlines() if line[:3].strip("| ").isdigit()] \
         == sorted(EXIT_STATUS)
+
+
+# ---- issue 36 item 2: --global-batch 4M is tokens, 512 is sequences
+
+def test_global_batch_with_a_suffix_is_tokens_and_is_echoed(capsys):
+    from advisor.cli import main
+
+    base = ["recommend", "--model", "llama-3-8b", "--gpu", "H100-SXM-80GB", "--gpus", "8", "--json"]
+    assert main(base + ["--global-batch", "4M", "--seq-len", "4k"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["training"]["global_batch_size"] == 1024
+    assert "4M = 4,194,304 tokens = 1024 sequences of 4096" in captured.err
+    assert main(base + ["--global-batch", "512"]) == 0
+    assert json.loads(capsys.readouterr().out)["training"]["global_batch_size"] == 512
+
+
+def test_global_batch_refuses_other_text_naming_both_readings(capsys):
+    from advisor.cli import main
+
+    code = main(["recommend", "--model", "llama-3-8b", "--gpu", "H100-SXM-80GB", "--gpus", "8",
+                 "--global-batch", "4X", "--json"])
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert code == 2 and error["field"] == "--global-batch" and "tokens with a suffix" in error["want"]

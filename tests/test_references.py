@@ -31,8 +31,6 @@ _LINK = re.compile(r"\]\(([^)#:\s]+)(?:#[^)]*)?\)")      # a relative Markdown l
 # TODO(issue 35): references in files whose owners fix them in their own branches (planner, CLI,
 # inputs, cost model) and the rule references to the seed article, which has no public address yet.
 KNOWN: dict[str, str] = {
-    "advisor/inputs/": "the CLI/inputs helper's branch",
-    "advisor/cli.py": "the CLI/inputs helper's branch",
     "docs/rules.md: file shared/seed/": "generated from the rule files below",
     "rules/checklist.toml: file shared/seed/": "the seed article: no public address to cite yet",
     "rules/constraints.toml: file shared/seed/": "the seed article",

@@ -1,3 +1,4 @@
+import json
 import pint
 import pytest
 from hypothesis import given, settings
@@ -110,3 +111,44 @@ def test_a_quantity_is_one_number_and_a_unit_not_arithmetic(text):
 @pytest.mark.parametrize("text, want", [("400 Gbit/s", 50e9), ("50 GB/s", 50e9), ("1e+11 B/s", 1e11)])
 def test_rates_divide_by_a_unit_and_exponents_keep_their_sign(text, want):
     assert to_bytes_per_second(text, "Cluster.inter_node_bandwidth") == want
+
+
+# ---- issue 36: one unit grammar, short forms, the vendor's GB for a GPU's memory
+
+@pytest.mark.parametrize("text", ["80G", "80GB", "80 GB", "80 GiB", "80GiB", 80 * 2**30])
+def test_gpu_memory_reads_the_vendors_gb_as_gib_as_the_presets_do(text):
+    from advisor.inputs import presets
+
+    assert GPU(memory=text, peak_flops="989 TF").memory == 80 * 2**30
+    assert GPU(**presets.gpu("H100-SXM-80GB")).memory == 80 * 2**30
+
+
+def test_other_byte_fields_keep_gb_decimal():
+    assert to_bytes("80G", "m") == to_bytes("80GB", "m") == 80 * 10**9
+    assert to_bytes_per_second("900 GB/s", "bw") == 900e9
+
+
+@pytest.mark.parametrize("text", ["989 TF", "989TF", "989 TFLOP/s", "989 TFLOPS", "989 TFLOP", "0.989 PF"])
+def test_compute_rate_short_forms(text):
+    assert to_flops_per_second(text, "f") == pytest.approx(989e12, rel=1e-12)
+
+
+def test_the_cli_echoes_how_it_read_the_vendors_gb(capsys):
+    from advisor.cli import main
+
+    code = main(["recommend", "--model", "llama-3-8b", "--gpu", "H100-SXM-80GB", "--gpus", "8",
+                 "--gpu-memory", "80GB", "--gpu-flops", "989 TF", "--width", "100"])
+    out = capsys.readouterr().out
+    assert code == 0 and "memory 80GB read as 80 GiB" in out.split("Recommendation")[0]
+    assert "of 80.0 GiB" in out
+
+
+def test_assume_takes_a_bandwidth_with_units(capsys):
+    from advisor.cli import main
+
+    base = ["recommend", "--model", "llama-3-8b", "--gpu", "H100-SXM-80GB", "--gpus", "8", "--json"]
+    assert main(base + ["--assume", "pcie_bandwidth=32 GB/s"]) == 0
+    with_units = json.loads(capsys.readouterr().out)
+    assert main(base + ["--assume", "pcie_bandwidth=32e9"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert with_units["estimates"]["assumptions"]["pcie_bandwidth"] == plain["estimates"]["assumptions"]["pcie_bandwidth"] == 32e9

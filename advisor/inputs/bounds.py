@@ -3,7 +3,7 @@ integers against these before doing any work proportional to them; specs.py decl
 fields' `le`).
 
 They keep every derived number inside int64 for the rule engine (durable_rules compares ints
->= 2**64 wrongly; research/durable-rules.md §4.3) and reject absurd inputs with a message.
+>= 2**64 wrongly: its C core keeps integers as int64) and reject absurd inputs with a message.
 """
 
 from __future__ import annotations

@@ -163,6 +163,11 @@ class Layout(BaseModel):
         layouts carry etp=1 even at tp=1), so the id tells them apart: "tp8-...-etp8" is the
         explicit spelling of the default.
         """
+        prefix = "" if self.framework == "megatron" else f"{self.framework}/"
+        return prefix + "-".join(self._degree_tokens() + self._option_tokens())
+
+    def _degree_tokens(self) -> list[str]:
+        """The id's degree part, in Megatron rank order (the table of `id`)."""
         parts = [f"tp{self.tp}"]
         if self.cp > 1:
             parts.append(f"cp{self.cp}")
@@ -172,7 +177,11 @@ class Layout(BaseModel):
         parts.append(f"pp{self.pp}")
         if self.vpp > 1:
             parts.append(f"vpp{self.vpp}")
-        parts.append(f"zero{self.zero_stage}")
+        return parts
+
+    def _option_tokens(self) -> list[str]:
+        """The id's options, in the table's order, each only where it differs from its default."""
+        parts = [f"zero{self.zero_stage}"]
         if self.etp is not None:
             parts.append(f"etp{self.etp}")
         if self.sp:
@@ -187,8 +196,7 @@ class Layout(BaseModel):
             parts.append(f"offload:{self.offload}" + ("@nvme" if self.offload_device == "nvme" else ""))
         if not self.overlap_p2p_comm:
             parts.append("nop2poverlap")
-        prefix = "" if self.framework == "megatron" else f"{self.framework}/"
-        return prefix + "-".join(parts)
+        return parts
 
     @classmethod
     def parse(cls, text: str) -> "Layout":

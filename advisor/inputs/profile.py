@@ -273,7 +273,7 @@ def _parse(text: str, where: str) -> Profile:
         raise InputError("Cluster.profile", where, "a profile JSON file (advisor measure writes one)",
                          f"not JSON: {exc}") from None
     if not isinstance(data, dict):
-        raise InputError("Cluster.profile", where, "a JSON object with the fields of advisor.Profile")
+        raise InputError("Cluster.profile", where, "a JSON object with the fields of advisor.inputs.profile.Profile")
     try:
         return Profile.model_validate(data)
     except ValidationError as exc:

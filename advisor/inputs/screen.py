@@ -5,6 +5,7 @@
   takes a quantity with units ("80 GiB", "8k", "70B") still takes text, which its converter reads;
 - a flag is a bool: lax mode reads `flash_attention="yes"` (or "on", 1, "t") as True, so a typo
   such as "flase" is an error but "no" is False;
+- a key must be a field: a mistyped one (`global_batch`, `num_gpus`) names the closest fields;
 - a string must encode as UTF-8: a lone surrogate ("x\\ud800") validates, then makes every JSON
   dump of the result raise.
 
@@ -20,6 +21,7 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 from pydantic import BeforeValidator
 
 from ..errors import InputError
+from .suggest import closest
 
 __all__ = ["screen"]
 
@@ -46,10 +48,14 @@ def _literals(annotation: Any) -> frozenset:
 
 
 class _Kinds:
-    __slots__ = ("numeric", "plain", "flags")
+    __slots__ = ("numeric", "plain", "flags", "names")
 
     def __init__(self, cls):
         fields = cls.model_fields.items()
+        # the keys a dict may hold: the fields, and the computed ones a JSON dump carries (Layout.id);
+        # None where the model takes other keys too (extra is not "forbid")
+        self.names = ([*cls.model_fields, *cls.model_computed_fields]
+                      if cls.model_config.get("extra") == "forbid" else None)
         # fields that take a number and no bool (a bool field accepts True as itself)
         self.numeric = frozenset(name for name, info in fields
                                  if _mentions(info.annotation, (int, float)) and not _mentions(info.annotation, (bool,)))
@@ -74,6 +80,8 @@ def screen(cls, data: Any) -> Any:
     if not isinstance(data, dict):
         return data
     kinds = _kinds(cls)
+    if kinds.names is not None:
+        _known_keys(cls.__name__, data, kinds.names)
     for name, value in data.items():
         kind = type(value)
         if kind is bool and name in kinds.numeric:
@@ -92,3 +100,14 @@ def screen(cls, data: Any) -> Any:
                 raise InputError(f"{cls.__name__}.{name}", value, "text that encodes as UTF-8",
                                  f"character {exc.start} is a lone surrogate") from None
     return data
+
+
+def _known_keys(title: str, data: dict, names: list[str]) -> None:
+    """An InputError for the first key that is no field, with the closest fields as did-you-mean
+    (`global_batch` -> global_batch_size, `num_gpus` -> gpus) and every field as data (`want`)."""
+    for key in data:
+        if key not in names:
+            near = closest(key, names) if isinstance(key, str) else []
+            raise InputError(f"{title}.{key}", data[key], names,
+                             f"no field {key!r}: did you mean {', '.join(near)}?" if near
+                             else f"no field {key!r}; the fields are under want")

@@ -44,9 +44,9 @@ def check_stack(value: object) -> object:
         return None
     name = value.strip().lower() if isinstance(value, str) else value
     if name not in STACKS:
-        raise InputError("Training.framework", value, f"one of {list(STACKS)}, or None to let the advisor choose",
+        raise InputError("Training.framework", value, list(STACKS),
                          "the training stack the team runs, e.g. 'megatron-core', 'hf-trl', 'deepspeed' "
-                         "or 'torchtitan'")
+                         "or 'torchtitan'; or None to let the advisor choose")
     return name
 
 

@@ -1,5 +1,5 @@
 """Text fields of the inputs (names, sources): bounded in length and free of characters that
-change how the text is read where it is written (issue 38).
+change how the text is read where it is written.
 
 A name goes into launch configs (a TOML comment), traces, explanations and terminals: a newline in
 `Model.name` injected `[job]` tables into the torchtitan TOML, an ESC cleared the screen. So a

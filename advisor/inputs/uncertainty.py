@@ -1,4 +1,4 @@
-"""The estimate's measured error, which the planner and the audit allow for (issue 32).
+"""The estimate's measured error, which the planner and the audit allow for.
 
 - The near-tie band: two layouts whose estimated step times differ by less than the estimate's
   measured error cannot be told apart by it; the planner orders them by stated preferences.

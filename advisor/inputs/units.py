@@ -18,6 +18,8 @@ from ..errors import InputError
 __all__ = [
     "UREG",
     "to_bytes",
+    "to_device_memory",
+    "device_memory_reading",
     "to_bytes_per_second",
     "to_flops_per_second",
     "to_count",
@@ -92,8 +94,25 @@ _SIMPLE_UNITS = {"bytes": {("B", False): 1.0, ("bit", False): 0.125},
                  "flops": {("FLOP", True): 1.0}}
 
 
+# Short forms users type, read as their long forms before anything else: a bare prefix on an amount
+# of memory ("80G" = "80GB"), "TF"/"TFLOPS"/"TFLOP" on a compute rate ("989 TF" = "989 TFLOP/s": a
+# rate is what a peak is; no one quotes FLOP counts for a GPU), "Gb/s"/"Gbps" on a bandwidth.
+_SHORT_RE = {
+    "bytes": re.compile(r"^(\s*[0-9]+(?:\.[0-9]+)?\s*(?:Ki|Mi|Gi|Ti|Pi|k|M|G|T|P|E))\s*$"),
+    "flops": re.compile(r"^(\s*[0-9]+(?:\.[0-9]+)?\s*(?:k|M|G|T|P|E)?)(?:F|FLOPS|FLOP|FLOP/s|FLOPs)\s*$"),
+}
+_SHORT_UNIT = {"bytes": "B", "flops": "FLOP/s"}
+
+
+def _expand_short(value: str, reference: str) -> str:
+    """ "80G" -> "80GB" (bytes), "989 TF" -> "989 TFLOP/s" (flops); other text unchanged."""
+    pattern = _SHORT_RE.get(reference)
+    m = pattern.match(value) if pattern is not None else None
+    return value if m is None else m.group(1).rstrip() + _SHORT_UNIT[reference]
+
+
 def _simple(value: str, reference: str) -> float | None:
-    m = _SIMPLE_RE.match(value)
+    m = _SIMPLE_RE.match(_expand_short(value, reference))
     if m is None:
         return None
     per_unit = _SIMPLE_UNITS[reference].get((m.group(3), m.group(4) is not None))
@@ -112,6 +131,8 @@ def _quantity(value: object, field: str, reference: str, want: str) -> float:
     """Magnitude of `value` in the units of `reference`; plain numbers are already canonical."""
     if isinstance(value, bool):
         raise InputError(field, value, want)
+    if isinstance(value, str) and len(value) <= _MAX_TEXT:
+        value = _expand_short(value, reference)
     simple = _simple(value, reference) if isinstance(value, str) and len(value) <= _MAX_TEXT else None
     if simple is not None:
         magnitude = simple
@@ -169,6 +190,33 @@ def to_bytes(value: object, field: str) -> int:
     return int(round(_quantity(value, field, "bytes", 'an amount of memory such as "80 GiB" or "80GB"')))
 
 
+# Device memory: vendors print HBM/GDDR capacity as "80GB", "141GB", "192GB", and mean binary units:
+# the stacks hold 2**n GiB (an A100 80GB is 5 x 16 GiB stacks; nvidia-smi reports an H100 80GB's
+# 81559 MiB = 79.6 GiB usable of 80 GiB built; NVIDIA A100/H100 datasheets, nvidia-smi). So in
+# GPU.memory (and --gpu-memory), and only there, "GB"/"TB" (or a bare "G"/"T") are read as
+# GiB/TiB, as the shipped presets are written; "GiB" and plain numbers of bytes are taken as they are.
+# Everywhere else "GB" is 10**9 bytes (bandwidths: "900 GB/s" is decimal on every datasheet).
+_VENDOR_MEMORY_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([MGTP])B?\s*$")
+
+
+def device_memory_reading(value: object) -> str | None:
+    """How a device-memory string in the vendor's decimal spelling was read, for echoing: for "80GB",
+    'memory 80GB read as 80 GiB (the vendor's GB: HBM capacity is binary)'; None for other inputs."""
+    m = _VENDOR_MEMORY_RE.match(value) if isinstance(value, str) else None
+    if m is None:
+        return None
+    return f"memory {value.strip()} read as {m.group(1)} {m.group(2)}iB (the vendor's GB: HBM capacity is binary)"
+
+
+def to_device_memory(value: object, field: str) -> int:
+    """A GPU's memory in bytes: "80GB" / "80 GB" / "80G" as the vendor means it (80 GiB), "80 GiB",
+    a pint Quantity, or a plain number of bytes."""
+    m = _VENDOR_MEMORY_RE.match(value) if isinstance(value, str) and len(value) <= _MAX_TEXT else None
+    if m is not None:
+        value = f"{m.group(1)} {m.group(2)}iB"
+    return to_bytes(value, field)
+
+
 def to_bytes_per_second(value: object, field: str) -> float:
     """Bandwidth in bytes/s: "400 Gbit/s", "50 GB/s", "900 GB/s", or a plain number of bytes/s."""
     return _quantity(value, field, "bytes_per_s", 'a bandwidth such as "400 Gbit/s" or "50 GB/s"')
@@ -176,7 +224,7 @@ def to_bytes_per_second(value: object, field: str) -> float:
 
 def to_flops_per_second(value: object, field: str) -> float:
     """Compute rate in FLOP/s: "989 TFLOP/s", "989 TFLOPS", or a plain number of FLOP/s."""
-    return _quantity(value, field, "flops", 'a compute rate such as "989 TFLOP/s"')
+    return _quantity(value, field, "flops", 'a compute rate such as "989 TFLOP/s" or "989 TF"')
 
 
 def _count(value: object, field: str, suffixes: dict[str, int], want: str) -> int:

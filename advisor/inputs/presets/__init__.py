@@ -47,8 +47,13 @@ def _lookup(kind: str, name: object, field: str) -> dict[str, Any]:
     entry = table.get(name.lower()) if isinstance(name, str) else None
     if entry is None:
         names = [e["name"] for e in _entries(kind)]
-        suggestions = _close(str(name).lower(), table)
+        suggestions = _close(str(name).lower().rpartition("/")[2], table)
         hint = f"did you mean {', '.join(suggestions)}?" if suggestions else "`advisor presets` lists them."
+        if kind == "model" and isinstance(name, str) and name.count("/") == 1 and not name.startswith(("/", ".")):
+            hint += (f" {name!r} looks like a Hugging Face hub id: advisor reads no hub; download its config.json "
+                     f"(`huggingface-cli download {name} config.json`) and pass it with --hf-config PATH "
+                     "(Model.from_hf_config).")
+            raise UnknownPresetError(field, name, names, hint)
         raise UnknownPresetError(field, name, names, hint + _DESCRIBE.get(kind, ""))
     return {k: v for k, v in entry.items() if k not in _META_KEYS}
 
