@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from math import prod
-from typing import Literal, get_args
+from typing import Any, Callable, Literal, NamedTuple, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field, model_validator
 
@@ -127,76 +127,22 @@ class Layout(BaseModel):
     @property
     def id(self) -> str:
         """The layout's id: readable, short in the common case, and distinct for distinct layouts
-        (`Layout.parse` inverts it). Traces key candidates by it.
-
-        The degree part is in Megatron rank order; options follow in the fixed order of this table,
-        each written only when its field differs from the field's default:
-
-            token          field                                  written when
-            <framework>/   framework                              not "megatron" (a prefix)
-            tp<n>          tp                                     always
-            cp<n>          cp                                     > 1
-            ep<n>          ep                                     > 1
-            dp<n> | dp?    dp (? while None, derived later)       always
-            pp<n>          pp                                     always
-            vpp<n>         vpp                                    > 1
-            zero<n>        zero_stage                             always
-            etp<n>         etp                                    not None (even when equal to tp)
-            sp             sp                                     True
-            mbs<n>         micro_batch_size                       != 1
-            nmb<n>         num_microbatches                       not None
-            rc:<r>         recompute: selective | full            not "none"
-            offload:<o>    offload: optimizer | optimizer+params  not "none"
-            @nvme          offload_device, after offload:<o>      "nvme"
-            nop2poverlap   overlap_p2p_comm                       False
-
-        Tokens are joined by "-"; <n> is a decimal without leading zeros. Examples:
+        (`Layout.parse` inverts it). Traces key candidates by it. Its grammar is stated once, in
+        `_SLOTS` below: the tokens in their order, each with when it is written (`ID_GRAMMAR` says the
+        same in words, generated from it). The degree part is in Megatron rank order; an omitted
+        option means its field's default, so `parse` needs no context. Examples:
         "tp8-dp4-pp2-zero1-sp-nmb128", "deepspeed/tp1-dp64-pp1-zero3-offload:optimizer+params@nvme",
         "tp2-ep8-dp32-pp1-vpp4-zero1-etp1".
 
-        An omitted token means its field's default, so `parse` needs no context. The framework is a
-        prefix, not a suffix, because it scopes everything after it (legality differs by framework)
-        and one family's ids sort together; Megatron, the default, has none, so a Megatron id begins
-        with the degree part as it always did. `etp` is written whenever it is set: etp=None ("as
-        tp") and etp=tp mean the same but are different field values, and folding one into the other
-        in a validator would change what `model_dump` returns for explicit input (planned MoE
-        layouts carry etp=1 even at tp=1), so the id tells them apart: "tp8-...-etp8" is the
-        explicit spelling of the default.
+        The framework is a prefix, not a suffix, because it scopes everything after it (legality
+        differs by framework) and one family's ids sort together; Megatron, the default, has none.
+        `etp` is written whenever it is set: etp=None ("as tp") and etp=tp mean the same but are
+        different field values, and folding one into the other in a validator would change what
+        `model_dump` returns for explicit input (planned MoE layouts carry etp=1 even at tp=1), so the
+        id tells them apart: "tp8-...-etp8" is the explicit spelling of the default.
         """
         prefix = "" if self.framework == "megatron" else f"{self.framework}/"
-        return prefix + "-".join(self._degree_tokens() + self._option_tokens())
-
-    def _degree_tokens(self) -> list[str]:
-        """The id's degree part, in Megatron rank order (the table of `id`)."""
-        parts = [f"tp{self.tp}"]
-        if self.cp > 1:
-            parts.append(f"cp{self.cp}")
-        if self.ep > 1:
-            parts.append(f"ep{self.ep}")
-        parts.append(f"dp{self.dp if self.dp is not None else '?'}")
-        parts.append(f"pp{self.pp}")
-        if self.vpp > 1:
-            parts.append(f"vpp{self.vpp}")
-        return parts
-
-    def _option_tokens(self) -> list[str]:
-        """The id's options, in the table's order, each only where it differs from its default."""
-        parts = [f"zero{self.zero_stage}"]
-        if self.etp is not None:
-            parts.append(f"etp{self.etp}")
-        if self.sp:
-            parts.append("sp")
-        if self.micro_batch_size != 1:
-            parts.append(f"mbs{self.micro_batch_size}")
-        if self.num_microbatches is not None:
-            parts.append(f"nmb{self.num_microbatches}")
-        if self.recompute != "none":
-            parts.append(f"rc:{self.recompute}")
-        if self.offload != "none":
-            parts.append(f"offload:{self.offload}" + ("@nvme" if self.offload_device == "nvme" else ""))
-        if not self.overlap_p2p_comm:
-            parts.append("nop2poverlap")
-        return parts
+        return prefix + "-".join(token for token in (slot.write(self) for slot in _SLOTS) if token is not None)
 
     @classmethod
     def parse(cls, text: str) -> "Layout":
@@ -216,13 +162,13 @@ class Layout(BaseModel):
         tokens = rest.split("-")
         at = 0                      # the next grammar slot a token may fill
         for token in tokens:
-            while at < len(_SLOTS) and not _SLOTS[at][1].fullmatch(token):
-                if _SLOTS[at][2]:   # a required slot is missing
+            while at < len(_SLOTS) and not _SLOTS[at].pattern.fullmatch(token):
+                if _SLOTS[at].required:   # a required slot is missing
                     raise InputError("layout id", text, ID_GRAMMAR, _misplaced(token, at))
                 at += 1
             if at == len(_SLOTS):
                 raise InputError("layout id", text, ID_GRAMMAR, _misplaced(token, None))
-            name, pattern, required, read = _SLOTS[at]
+            name, _, pattern, required, read, _ = _SLOTS[at]
             value = read(pattern.fullmatch(token))
             if not required and value == _DEFAULT_OF[name]:   # cp1, ep1, vpp1, mbs1: not canonical
                 raise InputError("layout id", text, ID_GRAMMAR,
@@ -230,7 +176,7 @@ class Layout(BaseModel):
             fields.update(value if isinstance(value, dict) else {name: value})
             token_of[name] = token
             at += 1
-        missing = [name for name, _, required, _ in _SLOTS[at:] if required]
+        missing = [slot.field for slot in _SLOTS[at:] if slot.required]
         if missing:
             raise InputError("layout id", text, ID_GRAMMAR, f"the {missing[0]} token is missing after {tokens[-1]!r}")
         try:
@@ -263,42 +209,72 @@ def _alternatives(values) -> str:
     return "|".join(re.escape(v) for v in values)
 
 
-# The id's grammar, slot by slot in the order `Layout.id` writes them:
-# (field, token pattern, required, value of the match).
-_SLOTS: list[tuple[str, re.Pattern, bool, object]] = [
-    ("tp", re.compile(f"tp{_NUMBER}"), True, _number),
-    ("cp", re.compile(f"cp{_NUMBER}"), False, _number),
-    ("ep", re.compile(f"ep{_NUMBER}"), False, _number),
-    ("dp", re.compile(rf"dp(?:{_NUMBER}|\?)"), True, lambda m: None if m.group(1) is None else _number(m)),
-    ("pp", re.compile(f"pp{_NUMBER}"), True, _number),
-    ("vpp", re.compile(f"vpp{_NUMBER}"), False, _number),
-    ("zero_stage", re.compile("zero([0-3])"), True, lambda m: int(m.group(1))),
-    ("etp", re.compile(f"etp{_NUMBER}"), False, _number),
-    ("sp", re.compile("sp"), False, lambda m: True),
-    ("micro_batch_size", re.compile(f"mbs{_NUMBER}"), False, _number),
-    ("num_microbatches", re.compile(f"nmb{_NUMBER}"), False, _number),
-    ("recompute", re.compile(f"rc:({_alternatives(_RECOMPUTES_WRITTEN)})"), False, lambda m: m.group(1)),
-    ("offload", re.compile(f"offload:({_alternatives(_OFFLOADS_WRITTEN)})(@nvme)?"), False, _offload),
-    ("overlap_p2p_comm", re.compile("nop2poverlap"), False, lambda m: False),
+class _Slot(NamedTuple):
+    """One token of a layout id: its field, its spelling in ID_GRAMMAR, the token's pattern, whether
+    every id holds it, the field value a match reads back as, and the token a layout writes (None:
+    the field is at its default and the token is left out)."""
+
+    field: str
+    spelling: str
+    pattern: re.Pattern
+    required: bool
+    read: Callable[[re.Match], Any]
+    write: Callable[[Layout], str | None]
+
+
+def _offload_token(layout: Layout) -> str | None:
+    if layout.offload == "none":
+        return None
+    return f"offload:{layout.offload}" + ("@nvme" if layout.offload_device == "nvme" else "")
+
+
+# The id's grammar, the one statement of it: slot by slot in the order `Layout.id` writes them and
+# `Layout.parse` reads them; the first seven are the degree part and the ZeRO stage, the rest options.
+_SLOTS: list[_Slot] = [
+    _Slot("tp", "tp<n>", re.compile(f"tp{_NUMBER}"), True, _number, lambda x: f"tp{x.tp}"),
+    _Slot("cp", "cp<n> (if > 1)", re.compile(f"cp{_NUMBER}"), False, _number,
+          lambda x: f"cp{x.cp}" if x.cp > 1 else None),
+    _Slot("ep", "ep<n> (if > 1)", re.compile(f"ep{_NUMBER}"), False, _number,
+          lambda x: f"ep{x.ep}" if x.ep > 1 else None),
+    _Slot("dp", "dp<n> or dp?", re.compile(rf"dp(?:{_NUMBER}|\?)"), True,
+          lambda m: None if m.group(1) is None else _number(m), lambda x: f"dp{x.dp if x.dp is not None else '?'}"),
+    _Slot("pp", "pp<n>", re.compile(f"pp{_NUMBER}"), True, _number, lambda x: f"pp{x.pp}"),
+    _Slot("vpp", "vpp<n> (if > 1)", re.compile(f"vpp{_NUMBER}"), False, _number,
+          lambda x: f"vpp{x.vpp}" if x.vpp > 1 else None),
+    _Slot("zero_stage", "zero<0-3>", re.compile("zero([0-3])"), True, lambda m: int(m.group(1)),
+          lambda x: f"zero{x.zero_stage}"),
+    _Slot("etp", "etp<n>", re.compile(f"etp{_NUMBER}"), False, _number,
+          lambda x: f"etp{x.etp}" if x.etp is not None else None),
+    _Slot("sp", "sp", re.compile("sp"), False, lambda m: True, lambda x: "sp" if x.sp else None),
+    _Slot("micro_batch_size", "mbs<n> (if != 1)", re.compile(f"mbs{_NUMBER}"), False, _number,
+          lambda x: f"mbs{x.micro_batch_size}" if x.micro_batch_size != 1 else None),
+    _Slot("num_microbatches", "nmb<n>", re.compile(f"nmb{_NUMBER}"), False, _number,
+          lambda x: f"nmb{x.num_microbatches}" if x.num_microbatches is not None else None),
+    _Slot("recompute", "|".join(f"rc:{r}" for r in _RECOMPUTES_WRITTEN),
+          re.compile(f"rc:({_alternatives(_RECOMPUTES_WRITTEN)})"), False, lambda m: m.group(1),
+          lambda x: f"rc:{x.recompute}" if x.recompute != "none" else None),
+    _Slot("offload", "|".join(f"offload:{o}" for o in _OFFLOADS_WRITTEN) + " (with @nvme for NVMe)",
+          re.compile(f"offload:({_alternatives(_OFFLOADS_WRITTEN)})(@nvme)?"), False, _offload, _offload_token),
+    _Slot("overlap_p2p_comm", "nop2poverlap", re.compile("nop2poverlap"), False, lambda m: False,
+          lambda x: None if x.overlap_p2p_comm else "nop2poverlap"),
 ]
-_DEFAULT_OF = {name: Layout.model_fields[name].default for name, *_ in _SLOTS}
+_DEFAULT_OF = {slot.field: Layout.model_fields[slot.field].default for slot in _SLOTS}
 
 ID_GRAMMAR = (
-    "a layout id: an optional framework prefix ('deepspeed/', 'megatron+deepspeed/', 'torchtitan/'; none for "
-    "megatron), then '-'-joined tokens in this order: tp<n>, cp<n> (if > 1), ep<n> (if > 1), dp<n> or dp?, "
-    "pp<n>, vpp<n> (if > 1), zero<0-3>, then only the non-default options: etp<n>, sp, mbs<n> (if != 1), "
-    "nmb<n>, rc:selective|rc:full, offload:optimizer|offload:optimizer+params (with @nvme for NVMe), "
-    "nop2poverlap; e.g. 'tp8-dp4-pp2-zero1-sp-nmb128'"
+    "a layout id: an optional framework prefix (" + ", ".join(f"'{f}/'" for f in _PREFIXED_FRAMEWORKS)
+    + "; none for megatron), then '-'-joined tokens in this order: " + ", ".join(s.spelling for s in _SLOTS[:7])
+    + ", then only the non-default options: " + ", ".join(s.spelling for s in _SLOTS[7:])
+    + "; e.g. 'tp8-dp4-pp2-zero1-sp-nmb128'"
 )
 
 
 def _misplaced(token: str, at: int | None) -> str:
     """Why `token` cannot stand where it does: a slot it fits that comes earlier, or nothing it fits."""
-    for index, (name, pattern, _, _) in enumerate(_SLOTS):
-        if pattern.fullmatch(token):
-            if at is not None and _SLOTS[at][2]:
-                return f"bad token {token!r}: {_SLOTS[at][0]} is missing before it"
-            return f"bad token {token!r}: {name} is out of order or repeated"
-    if at is not None and _SLOTS[at][2]:
-        return f"bad token {token!r}: wanted the {_SLOTS[at][0]} token here"
+    for slot in _SLOTS:
+        if slot.pattern.fullmatch(token):
+            if at is not None and _SLOTS[at].required:
+                return f"bad token {token!r}: {_SLOTS[at].field} is missing before it"
+            return f"bad token {token!r}: {slot.field} is out of order or repeated"
+    if at is not None and _SLOTS[at].required:
+        return f"bad token {token!r}: wanted the {_SLOTS[at].field} token here"
     return f"bad token {token!r}: not a token of the grammar"
