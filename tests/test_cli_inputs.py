@@ -187,3 +187,19 @@ def test_readme_no_compiler_install_lists_every_other_dependency():
         if not dep.startswith("durable-rules"):
             assert f"'{dep}'" in line, dep
     assert "answers identically" in readme and "3-5 minutes" in readme
+
+
+def test_no_layout_fits_in_json_carries_the_changes_each_planned_again(capsys):
+    import advisor
+
+    code, out, _ = run(capsys, "recommend", "--model", "llama-3-70b", "--gpu", "L4", "--gpus", "1", "--seq-len", "128k",
+                       "--json")
+    doc = json.loads(out)
+    assert code == 1 and doc["status"] == "infeasible"
+    changes = {c["what"]: c for c in doc["what_would_fit"]}
+    gpus = next(c for what, c in changes.items() if what.endswith(" GPUs"))
+    rec = advisor.recommend({"gpu": "L4", "gpus": int(gpus["what"].split()[0])}, "llama-3-70b", {"seq_len": "128k"})
+    assert rec.layout.id == gpus["layout_id"] and gpus["memory_gib"] == rec.memory.total / 2**30
+    # a recommendation that fits says nothing of the kind
+    code, out, _ = run(capsys, "recommend", "--model", "llama-3-8b", "--gpu", "H100", "--gpus", "8", "--json")
+    assert code == 0 and "what_would_fit" not in json.loads(out)

@@ -79,6 +79,8 @@ def _recommend(args) -> int:
     if getattr(args, "quiet", False) and fmt == "text":
         _quiet(rec)
     elif fmt == "json":
+        if rec.status != "recommended":
+            rec = rec.model_copy(update={"what_would_fit": _fit_changes(args, (cluster, model, training))})
         _emit(rec.model_dump_json(indent=2), as_json=True)
     elif fmt == "text":
         _emit(rec.explain(args.explain, width=_width(args)))
@@ -115,11 +117,18 @@ def _export_pin(fmt: str, args) -> str | None:
     return pin
 
 
-def _what_would_fit(args, situation) -> str:
-    """Under "No layout fits": the smallest changes that would fit, each planned again (cli/whatfits.py)."""
-    from ..results.brief import wrap_lines
-    from .whatfits import what_would_fit, what_would_fit_text
+def _fit_changes(args, situation) -> list:
+    """The smallest changes that would fit, each planned again (cli/whatfits.py)."""
+    from .whatfits import what_would_fit
 
     options = {"rules": tuple(args.rules), "engine": args.engine, "assumptions": _assumptions(args.assume)}
-    text = what_would_fit_text(what_would_fit(*situation, options))
+    return what_would_fit(*situation, options)
+
+
+def _what_would_fit(args, situation) -> str:
+    """Under "No layout fits": the text of _fit_changes."""
+    from ..results.brief import wrap_lines
+    from .whatfits import what_would_fit_text
+
+    text = what_would_fit_text(_fit_changes(args, situation))
     return "\n".join(wrap_lines(text.splitlines(), _width(args)))

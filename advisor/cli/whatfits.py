@@ -7,19 +7,10 @@ say which of them the fitting layout uses. No figure here is guessed: each is a 
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from ..results.recommendation import FitChange as Change
 
 MAX_GPU_FACTOR = 64         # at most 64x the GPUs given
 MIN_SEQ_LEN = 1024          # no shorter sequence is tried
-
-
-class Change(NamedTuple):
-    """One change to the inputs and the layout the planner found for it."""
-
-    what: str               # "32 GPUs", "seq 16384", "no stated stack"
-    layout_id: str
-    memory_gib: float       # the layout's memory per GPU
-    capacity_gib: float
 
 
 def what_would_fit(cluster, model, training, options: dict) -> list[Change]:
@@ -42,7 +33,8 @@ def _try(what: str, cluster, model, training, options: dict) -> Change | None:
         return None
     if rec.status != "recommended" or rec.layout is None:
         return None
-    return Change(what, rec.layout.id, rec.memory.total / 2**30, rec.memory.capacity / 2**30)
+    return Change(what=what, layout_id=rec.layout.id, memory_gib=rec.memory.total / 2**30,
+                  capacity_gib=rec.memory.capacity / 2**30)
 
 
 def _more_gpus(cluster, model, training, options: dict) -> Change | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from ..costmodel import Estimate
 from ..inputs.layout import Framework, Layout
@@ -39,6 +39,21 @@ class Alternative(BaseModel):
     data-parallel (tp = pp = 1)", "TP x PP (ZeRO <= 2)", "expert-parallel"): advisor.planner.alternatives.KINDS."""
 
 
+class FitChange(BaseModel):
+    """One change to the inputs under which a layout fits, found by planning again (the CLI's "What
+    would fit" under "No layout fits")."""
+
+    model_config = ConfigDict(frozen=True)
+    what: str
+    """The change: "32 GPUs", "seq 16384", "any stack (no --framework)"."""
+    layout_id: str
+    """The layout the planner recommends for the changed inputs."""
+    memory_gib: float
+    """That layout's memory per GPU on its most-loaded rank, GiB."""
+    capacity_gib: float
+    """The GPU's memory, GiB."""
+
+
 class Recommendation(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -57,6 +72,17 @@ class Recommendation(BaseModel):
     """The audit of the chosen layout: never an error; warnings and notes worth reading."""
     trace: Trace
     candidates_examined: int = 0
+    what_would_fit: list[FitChange] = Field(default_factory=list)
+    """When infeasible and asked (the CLI asks): the smallest changes of the inputs that would fit, each
+    planned again; empty otherwise, and then left out of the JSON."""
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler):
+        # left out while empty: every recommendation's JSON, the golden files among them, stays as it was
+        data = handler(self)
+        if not data.get("what_would_fit"):
+            data.pop("what_would_fit", None)
+        return data
 
     @property
     def memory(self):
