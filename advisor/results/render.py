@@ -157,7 +157,8 @@ def network_text(cluster) -> str:
     """The nodes and the links the estimate assumed: "8 nodes x 8, NVLink domain 8 (900 GB/s per GPU),
     network 400 Gbit/s per GPU" (NVLink as vendors quote it, both directions; the network one way)."""
     c = cluster
-    return (f"{c.nodes} node{'s' if c.nodes > 1 else ''} x {c.gpus_in_node}, NVLink domain {c.nvlink_domain} "
+    domain = min(c.nvlink_domain, c.gpus)      # a domain larger than the job: the job's GPUs (facts do the same)
+    return (f"{c.nodes} node{'s' if c.nodes > 1 else ''} x {c.gpus_in_node}, NVLink domain {domain} "
             f"({c.intra_node_bandwidth / 1e9:,.0f} GB/s per GPU), network {c.inter_node_bandwidth * 8 / 1e9:,.0f} "
             f"Gbit/s per GPU")
 
