@@ -138,7 +138,12 @@ def exports(data: dict) -> list[dict]:
             row = {**base, "layout": lay.id, "dp": lay.dp, "framework": lay.framework}
             if fw == "megatron+deepspeed":      # its own parser: microsoft/Megatron-DeepSpeed at the pin
                 args = ex.megatron_args(lay, model, training, cluster, A)
-                jobs.append({**row, "check": "megatron-deepspeed", "env": {}, "args": args})
+                if "alibi" in args:     # the export's note: ALiBi runs on BigScience's fork, not on the pin
+                    jobs.append({**row, "check": "megatron-deepspeed", "result": "not checked here: ALiBi is "
+                                 "BigScience's fork's (bigscience-workshop/Megatron-DeepSpeed megatron/enums.py), "
+                                 "which the export's note names; the pinned microsoft/Megatron-DeepSpeed has none"})
+                else:
+                    jobs.append({**row, "check": "megatron-deepspeed", "env": {}, "args": args})
                 # the engine Megatron-DeepSpeed builds: DeepSpeed's pipeline engine unless --no-pipeline-parallel
                 jobs.append({**row, "check": "deepspeed-engine", "config": ex.deepspeed_config(lay, model, training,
                              cluster, A), "mpu_dp": lay.dp, "pp": lay.pp, "pipeline": "--no-pipeline-parallel" not in args})
@@ -325,8 +330,14 @@ try:
         import tempfile
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
             json.dump(job["config"], f)
-        stage = "DeepSpeedConfig(path)"
-        DeepSpeedConfig(f.name, mpu=MPU() if job["mpu_dp"] else None)
+        # the file as deepspeed.initialize reads it: loaded to a dict first (deepspeed/__init__.py
+        # `initialize`: `config = load_ds_config(config)` at 0.19.8), then DeepSpeedConfig. Given the path
+        # itself, DeepSpeedConfig looks for sequence_parallel_size in the path string and counts every GPU
+        # as data-parallel, which refused the Ulysses exports though initialize accepts them (their note
+        # says to pass the file to initialize, or the loaded dict to DeepSpeedConfig).
+        from deepspeed.runtime.tensor_parallel.init_utils import load_ds_config
+        stage = "DeepSpeedConfig(path as deepspeed.initialize loads it)"
+        DeepSpeedConfig(load_ds_config(f.name), mpu=MPU() if job["mpu_dp"] else None)
         detail += ", from its path too"
         if job["engine"]:
             stage = "deepspeed.initialize + step"
