@@ -138,12 +138,7 @@ def exports(data: dict) -> list[dict]:
             row = {**base, "layout": lay.id, "dp": lay.dp, "framework": lay.framework}
             if fw == "megatron+deepspeed":      # its own parser: microsoft/Megatron-DeepSpeed at the pin
                 args = ex.megatron_args(lay, model, training, cluster, A)
-                if "alibi" in args:     # the export's note: ALiBi runs on BigScience's fork, not on the pin
-                    jobs.append({**row, "check": "megatron-deepspeed", "result": "not checked here: ALiBi is "
-                                 "BigScience's fork's (bigscience-workshop/Megatron-DeepSpeed megatron/enums.py), "
-                                 "which the export's note names; the pinned microsoft/Megatron-DeepSpeed has none"})
-                else:
-                    jobs.append({**row, "check": "megatron-deepspeed", "env": {}, "args": args})
+                jobs.append({**row, "check": "megatron-deepspeed", "env": {}, "args": args})
                 # the engine Megatron-DeepSpeed builds: DeepSpeed's pipeline engine unless --no-pipeline-parallel
                 jobs.append({**row, "check": "deepspeed-engine", "config": ex.deepspeed_config(lay, model, training,
                              cluster, A), "mpu_dp": lay.dp, "pp": lay.pp, "pipeline": "--no-pipeline-parallel" not in args})
