@@ -164,3 +164,18 @@ def test_llama3_8b_at_16k_is_a_context_extension_not_infeasible():
     assert "--max-position-embeddings 16384" in ex.megatron_command(rec.layout, rec.model, rec.training, rec.cluster)
     notes = [f for f in rec.findings if f.rule_id == "megatron.rope-context-extension"]
     assert len(notes) == 1 and notes[0].severity == "info"
+
+
+def test_an_alibi_model_on_megatron_deepspeed_is_written_for_bigscience_fork():
+    """ALiBi runs on BigScience's Megatron-DeepSpeed (754cf21), whose parser has no --sequence-parallel, no
+    --normalization, no FlashAttention flag and no --recompute-granularity (its full recompute is
+    --checkpoint-activations): the plan keeps SP off, the audit refuses it, the command has none of them."""
+    cluster = Cluster(gpu="A100-80GB", gpus=64)
+    rec = advisor.recommend(cluster, "bloom-176b")
+    assert rec.framework == "megatron+deepspeed" and not rec.layout.sp
+    assert "megatron-deepspeed.alibi-no-flash-attention" in {f.rule_id for f in rec.findings}
+    args = ex.megatron_args(rec.layout, rec.model, rec.training, rec.cluster)
+    assert not {"--sequence-parallel", "--normalization", "--use-flash-attn-v2", "--recompute-granularity"} & set(args)
+    assert ("--checkpoint-activations" in args) == (rec.layout.recompute == "full")
+    with_sp = advisor.audit(cluster, rec.model, rec.layout.model_copy(update={"sp": True}), rec.training)
+    assert "megatron-deepspeed.alibi-bigscience-fork" in {f.rule_id for f in with_sp.errors}

@@ -133,10 +133,40 @@ def to_megatron_deepspeed(args: list[str], layout, model) -> list[str]:
             out += list(tokens)
     if layout.cp > 1:
         _ulysses(layout, model.heads)
+    if model.position_embedding == "alibi":
+        out = _bigscience_fork(out)
     out += ["--zero-stage", str(layout.zero_stage)]
     if layout.pp == 1:
         out.append("--no-pipeline-parallel")
     return out + ["--deepspeed", "--deepspeed_config", DEEPSPEED_CONFIG_FILE]
+
+
+# BigScience's fork, the Megatron-DeepSpeed with ALiBi (bigscience-workshop/Megatron-DeepSpeed@754cf21
+# megatron/arguments.py): LayerNorm is its only norm (no --normalization), it has no FlashAttention flag, no
+# Megatron sequence parallelism and no selective recompute (rules megatron-deepspeed.alibi-bigscience-fork and
+# megatron-deepspeed.alibi-no-flash-attention say so before an export); full recompute is
+# --checkpoint-activations, every --checkpoint-num-layers layers (default 1).
+_NOT_IN_FORK = {"--normalization": 1, "--use-flash-attn-v2": 0, "--sequence-parallel": 0, "--recompute-method": 1}
+
+
+def _bigscience_fork(tokens: list[str]) -> list[str]:
+    """`tokens` in the fork's spelling: the flags it does not declare left out (with their value), full
+    recompute as its --checkpoint-activations."""
+    out, skip = [], 0
+    for i, token in enumerate(tokens):
+        if skip:
+            skip -= 1
+        elif token in _NOT_IN_FORK:
+            skip = _NOT_IN_FORK[token]
+        elif token == "--recompute-granularity":       # "full": the rule refuses selective here
+            out.append("--checkpoint-activations")
+            skip = 1
+        elif token == "--recompute-num-layers":
+            out += ["--checkpoint-num-layers", tokens[i + 1]]
+            skip = 1
+        else:
+            out.append(token)
+    return out
 
 
 def _te_layer(model) -> None:
@@ -169,4 +199,5 @@ def alibi_note(args: list[str]) -> list[str]:
     repo, commit = MEGATRON_DEEPSPEED_PIN
     return [f"--position-embedding-type alibi is the spelling of BigScience's fork (bigscience-workshop/"
             f"Megatron-DeepSpeed, which trained BLOOM with ALiBi; megatron/enums.py @ 754cf21): run this command "
-            f"there, since {repo}@{commit[:7]} has no ALiBi"]
+            f"there, since {repo}@{commit[:7]} has no ALiBi; the command is in the fork's spelling (no "
+            f"--normalization: LayerNorm is its only norm; no FlashAttention or sequence-parallel flag: it has neither)"]
