@@ -138,7 +138,9 @@ def exports(data: dict) -> list[dict]:
             row = {**base, "layout": lay.id, "dp": lay.dp, "framework": lay.framework}
             if fw == "megatron+deepspeed":      # its own parser: microsoft/Megatron-DeepSpeed at the pin
                 args = ex.megatron_args(lay, model, training, cluster, A)
-                jobs.append({**row, "check": "megatron-deepspeed", "env": {}, "args": args})
+                # an ALiBi model's command is BigScience's fork's (its note says so): checked by that parser
+                check = "megatron-deepspeed-bigscience" if "alibi" in args else "megatron-deepspeed"
+                jobs.append({**row, "check": check, "env": {}, "args": args})
                 # the engine Megatron-DeepSpeed builds: DeepSpeed's pipeline engine unless --no-pipeline-parallel
                 jobs.append({**row, "check": "deepspeed-engine", "config": ex.deepspeed_config(lay, model, training,
                              cluster, A), "mpu_dp": lay.dp, "pp": lay.pp, "pipeline": "--no-pipeline-parallel" not in args})
@@ -223,6 +225,14 @@ def done(ok, **kw):
     sys.exit(0)
 try:
     kind = job["check"]
+    if kind == "megatron-deepspeed-bigscience":     # its parse_args validates as it parses
+        os.environ.update({"WORLD_SIZE": str(job["gpus"]), "RANK": "0", "LOCAL_RANK": "0"})
+        import megatron.arguments as A
+        stage = "parse_args"
+        sys.argv = ["pretrain_gpt.py", *job["args"], "--train-iters", "100", "--lr", "1e-4",
+                    "--tokenizer-type", "PretrainedFromHF", "--tokenizer-name-or-path", "bigscience/tokenizer"]
+        args = A.parse_args(ignore_unknown_args=False)
+        done(True, detail=f"dp={args.data_parallel_size}, position embedding {args.position_embedding_type.name}")
     if kind == "megatron-deepspeed":
         os.environ.update({"WORLD_SIZE": str(job["gpus"]), "RANK": "0", "LOCAL_RANK": "0"})
         import megatron.arguments as A
@@ -389,6 +399,7 @@ def check(py: Path, work: Path, job: dict) -> dict:
         return {"ok": None, "stage": "-", "error": job["result"]}
     tree = {"megatron-main": "megatron-main", "megatron-core_v0.16.1": "megatron-core_v0.16.1",
             "megatron-deepspeed": "megatron-deepspeed",
+            "megatron-deepspeed-bigscience": "megatron-deepspeed-bigscience",
             "torchtitan-main": "torchtitan-main", "torchtitan-v0.2.2": "torchtitan-v0.2.2"}.get(job["check"])
     env = {**os.environ, "PYTHONPATH": str(work / "src" / tree) if tree else "", "PYTHONWARNINGS": "ignore"}
     payload = json.dumps({**job, "user_flags": MEGATRON_USER_FLAGS})
