@@ -149,7 +149,7 @@ def test_a_name_with_control_characters_or_5000_characters_is_refused(name):
 
 
 @pytest.mark.parametrize("name", ["meta-llama/Llama-3.1-8B", "Qwen/Qwen3-Next-80B-A3B-Instruct", "日本語モデル",
-                                  "llama 3 (site copy)", "x" * 1024, "/home/me/checkpoints/" * 20])
+                                  "llama 3 (site copy)", "x" * 1024, "runs/checkpoints/" * 20])
 def test_ordinary_names_still_pass(name):
     assert advisor.Model(**_llama(name=name)).name == name
 
