@@ -179,3 +179,5 @@ def test_an_alibi_model_on_megatron_deepspeed_is_written_for_bigscience_fork():
     assert ("--checkpoint-activations" in args) == (rec.layout.recompute == "full")
     with_sp = advisor.audit(cluster, rec.model, rec.layout.model_copy(update={"sp": True}), rec.training)
     assert "megatron-deepspeed.alibi-bigscience-fork" in {f.rule_id for f in with_sp.errors}
+    with pytest.raises(advisor.InputError, match="megatron-deepspeed.alibi-bigscience-fork"):
+        ex.megatron_args(with_sp.layout, rec.model, rec.training, rec.cluster)     # the export refuses it too

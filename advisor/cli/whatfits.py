@@ -77,8 +77,8 @@ def _training(training, **updates):
 def what_would_fit_text(changes: list[Change]) -> str:
     """The lines the text output adds under "No layout fits"."""
     if not changes:
-        return ("What would fit: nothing within 64x the GPUs or down to a 1k-token sequence "
-                "(each tried with the planner)")
+        return (f"What would fit: nothing within {MAX_GPU_FACTOR}x the GPUs or down to a {MIN_SEQ_LEN}-token "
+                "sequence (each tried with the planner)")
     lines = ["What would fit (each change alone, each planned and estimated again):"]
     lines += [f"  - {c.what}: {c.layout_id} ({c.memory_gib:.1f} of {c.capacity_gib:.1f} GiB per GPU)"
               for c in changes]

@@ -134,7 +134,7 @@ def to_megatron_deepspeed(args: list[str], layout, model) -> list[str]:
     if layout.cp > 1:
         _ulysses(layout, model.heads)
     if model.position_embedding == "alibi":
-        out = _bigscience_fork(out)
+        out = _bigscience_fork(out, layout, model)
     out += ["--zero-stage", str(layout.zero_stage)]
     if layout.pp == 1:
         out.append("--no-pipeline-parallel")
@@ -146,19 +146,26 @@ def to_megatron_deepspeed(args: list[str], layout, model) -> list[str]:
 # Megatron sequence parallelism and no selective recompute (rules megatron-deepspeed.alibi-bigscience-fork and
 # megatron-deepspeed.alibi-no-flash-attention say so before an export); full recompute is
 # --checkpoint-activations, every --checkpoint-num-layers layers (default 1).
-_NOT_IN_FORK = {"--normalization": 1, "--use-flash-attn-v2": 0, "--sequence-parallel": 0, "--recompute-method": 1}
+_NOT_IN_FORK = {"--normalization": 1, "--use-flash-attn-v2": 0, "--recompute-method": 1}
 
 
-def _bigscience_fork(tokens: list[str]) -> list[str]:
+def _bigscience_fork(tokens: list[str], layout, model) -> list[str]:
     """`tokens` in the fork's spelling: the flags it does not declare left out (with their value), full
-    recompute as its --checkpoint-activations."""
+    recompute as its --checkpoint-activations. What the fork cannot run at all raises, naming the rule."""
+    lacks = [what for what, bad in (("sequence parallelism", layout.sp), ("selective recompute",
+                                    layout.recompute == "selective"), (f"{model.norm}", model.norm != "layernorm"))
+             if bad]
+    if lacks:
+        raise refused("Layout", layout.id, "sp off, recompute none or full and LayerNorm for ALiBi under "
+                      "Megatron-DeepSpeed", "megatron-deepspeed.alibi-bigscience-fork",
+                      f"BigScience's fork, the one with ALiBi, has no {', '.join(lacks)}")
     out, skip = [], 0
     for i, token in enumerate(tokens):
         if skip:
             skip -= 1
         elif token in _NOT_IN_FORK:
             skip = _NOT_IN_FORK[token]
-        elif token == "--recompute-granularity":       # "full": the rule refuses selective here
+        elif token == "--recompute-granularity":       # "full": selective was refused above
             out.append("--checkpoint-activations")
             skip = 1
         elif token == "--recompute-num-layers":

@@ -39,10 +39,6 @@ SECTIONS = ("env", "gemm", "attn", "moe", "elem", "host", "layer", "graphs", "su
 class _Bench:
     def __init__(self, smoke: bool, budget: float, log: Callable[[str], None]):
         self.cuda = torch.cuda.is_available()
-        if not self.cuda:
-            # off-GPU (the smoke run) on one thread: beside other processes, OpenMP's spinning barriers
-            # stalled it (the suite's smoke run took 3.6 s alone and 18-28 s on a loaded 2-core machine)
-            torch.set_num_threads(1)
         self.dev = "cuda" if self.cuda else "cpu"
         self.dtype = torch.bfloat16 if self.cuda else torch.float32
         self.smoke = smoke
@@ -461,10 +457,18 @@ def run(smoke: bool = False, budget: float = 170.0, only: tuple[str, ...] | None
         log: Callable[[str], None] = lambda _: None) -> list[dict]:
     """Run the sections (all, or `only`) and return their records."""
     B = _Bench(smoke, budget, log)
-    for name in SECTIONS:
-        if only and name not in only:
-            continue
-        started = time.time()
-        _RUN[name](B)
-        log(f"{name}: {time.time() - started:.1f} s")
+    threads = torch.get_num_threads()
+    if not B.cuda:
+        # off-GPU (the smoke run) on one thread, the caller's setting restored after: beside other
+        # processes, OpenMP's spinning barriers stalled it (3.6 s alone, 18-28 s on a loaded 2-core machine)
+        torch.set_num_threads(1)
+    try:
+        for name in SECTIONS:
+            if only and name not in only:
+                continue
+            started = time.time()
+            _RUN[name](B)
+            log(f"{name}: {time.time() - started:.1f} s")
+    finally:
+        torch.set_num_threads(threads)
     return B.rows
