@@ -160,7 +160,9 @@ time h (max(g, h) as p grows). The layer rows at each p:
 - Megatron-Core's element-wise kernels (`Assumptions.elementwise_traffic`) are not measured here (no
   Transformer Engine on the lent machine); the value is the scan over both dev files with the measured
   curves in place (`python benchmarks/calibrate_2025.py --scan elementwise_traffic=...`).
-- Hugging Face + PEFT fine-tuning steps: `python benchmarks/finetune_real.py`.
+- Hugging Face + PEFT fine-tuning steps: `python benchmarks/finetune_real.py`. The bytes PEFT's adapter
+  adds around each linear (its fp32 input copy and output path, `costmodel.compute.PEFT_INPUT_BYTES` /
+  `PEFT_OUTPUT_BYTES`) are counted op by op on PEFT 0.21.0: `python benchmarks/peft_traffic.py`.
 """
 
 

@@ -158,3 +158,18 @@ def test_trace_echoes_a_stated_optimizer_and_master():
     assert r.trace.input.master_weights == "none"
     plain = advisor.recommend(H200, LLAMA8B, _train(task="sft"))
     assert plain.trace.input.optimizer is None
+
+
+def test_peft_adapter_paths_are_priced_at_both_widths():
+    """PEFT casts each adapter's input to fp32 and adds its output back (benchmarks/peft_traffic.py counts
+    the bytes): an adapter on down_proj (input 14336 wide, output 4096) pays both widths, by hand."""
+    from advisor.costmodel.compute import PEFT_INPUT_BYTES, PEFT_OUTPUT_BYTES, _peft_output_seconds
+    from advisor.costmodel.context import resolve
+    lay = Layout(**PLAIN, micro_batch_size=1, recompute="none")
+    training = _train(task="lora", lora_targets=("down_proj",))
+    c = resolve(H200, LLAMA8B, lay, training)
+    tokens = 2048.0
+    (out_f, out_b), (in_f, in_b) = PEFT_OUTPUT_BYTES[False], PEFT_INPUT_BYTES[False]
+    per_token = (out_f + out_b) * 4096 + (in_f + in_b) * 14336
+    bw = c.prof.memory_bandwidth * c.prof.memory_bound.at(4.0 * tokens * 14336)
+    assert _peft_output_seconds(c, Assumptions(hf_autocast=False), 1, tokens) == pytest.approx(per_token * tokens / bw)

@@ -21,7 +21,7 @@ from .context import Ctx, remember
 from .flops import SelectiveExtra, expert_gemm_calls, per_token_forward_flops, recompute_factors, selective_extra, ssd_flops_per_token
 from .kernels import attention_core_seconds, combine_host, eager_stored_bytes, host_layer_seconds, parts
 
-__all__ = ["ComputePlan", "Elementwise", "compute_plan", "stage_compute", "PEFT_OUTPUT_BYTES", "FP32_CORE_SHARE",
+__all__ = ["ComputePlan", "Elementwise", "compute_plan", "stage_compute", "PEFT_OUTPUT_BYTES", "PEFT_INPUT_BYTES", "FP32_CORE_SHARE",
            "HF_NORM_EXTRA_BYTES"]
 
 _SOFTMAX_FWD_SHARE = 9.0 / 22.0  # forward part of softmax_bytes_per_score (see Assumptions)
@@ -321,9 +321,19 @@ def _adapter_compute(c: Ctx, A, n_dense: int, n_moe: int, tokens: float, hbm: fl
 # it (8), the add reads the 16-bit base output and the fp32 term and writes fp32 (type promotion,
 # 10), the cast back reads it and writes 16-bit (6): 28 forward; backward, the cast's gradient (2 in,
 # 4 out), the fp32 gradient cast to the base output's 16-bit (4 in, 2 out) and the scaling's (4 in, 4
-# out): 20. Under autocast the adapters run in bf16 and the term is 16-bit: 2 + 4 + 6 forward, 4 + 4
-# backward.
-PEFT_OUTPUT_BYTES = {False: (28.0, 20.0), True: (12.0, 8.0)}
+# out): 20. Under autocast the adapters run in bf16 and the term is 16-bit: 2 + 4 + 6 forward, the
+# scaling's gradient (2 in, 2 out) backward. Counted op by op by benchmarks/peft_traffic.py (PEFT
+# 0.21.0, torch 2.13; it prints the forward without lora_B's own write).
+PEFT_OUTPUT_BYTES = {False: (28.0, 20.0), True: (12.0, 4.0)}
+
+# HBM bytes per element of a PEFT adapter's input, forward and backward, by autocast (same source:
+# `x = self._cast_input_dtype(x, lora_A.weight.dtype)` copies the 16-bit input to the fp32 adapter's
+# dtype). No autocast: the copy reads 2 and writes 4 (6) forward; backward, lora_A's fp32 input
+# gradient is cast back to 16-bit (4 in, 2 out) and added to the base linear's input gradient (2 + 2
+# in, 2 out): 12. Under autocast the fp32 copy is cast again to bf16 for lora_A (12 forward), and
+# the backward casts its bf16 gradient to fp32 and back before the add (18). Counted op by op by
+# benchmarks/peft_traffic.py (PEFT 0.21.0, torch 2.13).
+PEFT_INPUT_BYTES = {False: (6.0, 12.0), True: (12.0, 18.0)}
 
 
 # FP32 (CUDA-core) peak over the dense 16-bit tensor peak: an fp32 GEMM runs there, PyTorch's default
@@ -350,13 +360,16 @@ def _hf_norm_seconds(c: Ctx, layers: int, tokens: float) -> float:
 
 
 def _peft_output_seconds(c: Ctx, A, layers: int, tokens: float) -> float:
-    """Seconds PEFT's adapter output path adds to one micro-batch of `layers` layers on one rank: every
-    element of each adapted linear's output passes through these element-wise kernels at the width of
-    the base linear's output, timed by the profile's streaming-bandwidth curve (forward again under
-    full recompute)."""
-    fwd, bwd = PEFT_OUTPUT_BYTES[bool(A.hf_autocast)]
-    per_token = (fwd * (2.0 if c.recompute == "full" else 1.0) + bwd) * sum(lin.d_out for lin in adapted_linears(c))
-    size = 4.0 * tokens * max((lin.d_out for lin in adapted_linears(c)), default=0)
+    """Seconds PEFT's adapter paths add to one micro-batch of `layers` layers on one rank: every
+    element of each adapted linear's output and input passes through these element-wise kernels
+    (PEFT_OUTPUT_BYTES at the base linear's output width, PEFT_INPUT_BYTES at its input width),
+    timed by the profile's streaming-bandwidth curve (forward again under full recompute)."""
+    autocast = bool(A.hf_autocast)
+    again = 2.0 if c.recompute == "full" else 1.0
+    (out_f, out_b), (in_f, in_b) = PEFT_OUTPUT_BYTES[autocast], PEFT_INPUT_BYTES[autocast]
+    lins = adapted_linears(c)
+    per_token = sum((out_f * again + out_b) * lin.d_out + (in_f * again + in_b) * lin.d_in for lin in lins)
+    size = 4.0 * tokens * max((max(lin.d_out, lin.d_in) for lin in lins), default=0)
     if not per_token or not size:
         return 0.0
     return layers * per_token * tokens / (c.prof.memory_bandwidth * c.prof.memory_bound.at(size))
