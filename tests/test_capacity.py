@@ -25,7 +25,8 @@ from advisor.capacity_plan.counts import parse_counts, tiling_counts
 from advisor.capacity_plan.goal import Goal, as_deadline_days, as_tokens
 from advisor.capacity_plan.prices import as_prices
 from advisor.capacity_plan.result import CapacityOption
-from advisor.capacity_plan.scaling import (LLAMA3_DAYS, LLAMA3_INTERRUPTIONS, batch_at, checkpoint_bytes,
+from advisor.inputs.batch import batch_for, divisors
+from advisor.capacity_plan.scaling import (LLAMA3_DAYS, LLAMA3_INTERRUPTIONS, checkpoint_bytes,
                                            goodput_at, peak_flops_for)
 from advisor.cli import _ProgressBar, main
 from advisor.planner.ranking import NEAR_TIE
@@ -61,11 +62,15 @@ def test_bad_counts_name_the_field(bad):
 
 
 @given(gpus=st.integers(1, 1 << 20), base=st.integers(1, 4096), most=st.integers(1, 1 << 16))
-def test_the_batch_doubles_toward_one_sequence_per_gpu_within_its_limit(gpus, base, most):
-    batch = batch_at(gpus, base, most)
-    assert batch >= base and (batch == base or batch <= most)
-    assert batch == base or (batch // base) & (batch // base - 1) == 0      # base x a power of two
-    assert batch >= gpus or batch * 2 > max(most, base)                      # grew as far as it may
+def test_the_batch_grows_toward_one_sequence_per_gpu_and_splits_over_the_count(gpus, base, most):
+    chosen = batch_for(gpus, base, most)
+    batch, ceiling = chosen.sequences, max(most, base)
+    assert base <= batch <= ceiling                                   # never below the base, never past the limit
+    assert batch >= min(gpus, ceiling)                                # a sequence per GPU where the limit allows
+    assert gpus % chosen.divides == 0 and batch % chosen.divides == 0
+    want = max(base, min(gpus, ceiling))
+    assert batch - chosen.divides < want                              # the smallest such multiple
+    assert all(-(-want // d) * d > ceiling for d in divisors(gpus) if d > chosen.divides)   # the largest divisor
 
 
 def test_llama3_statistics_give_its_interruption_rate():

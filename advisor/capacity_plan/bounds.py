@@ -36,8 +36,8 @@ def bounds(options: list[CapacityOption], rejected: list[Rejected], run: Any, pr
 def _batch(run) -> Bound:
     seq, base, most = run.seq_len, run.base_seqs, run.max_seqs
     if most > base:
-        grows = (f"doubles with the GPU count until each GPU has a sequence per step, up to {most:,} sequences "
-                 f"({_tokens(most * seq)})")
+        grows = (f"grows with the GPU count to a sequence per GPU per step and to a multiple of the largest "
+                 f"divisor of the count it can be, up to {most:,} sequences ({_tokens(most * seq)})")
     else:
         grows = "stays fixed (it was given; Scaling.max_batch_tokens lets it grow)"
     default = run.scaling.max_batch_tokens is None and most * seq >= DEFAULT_MAX_BATCH_TOKENS

@@ -2,7 +2,7 @@
 and cost.
 
 For each GPU type and each count it tries (`counts.tiling_counts`) it asks `recommend` for the
-layout at that count, with the global batch that count allows (`scaling.batch_at`), and turns the
+layout at that count, with the global batch that count allows (`inputs.batch.batch_for`), and turns the
 estimated step time into days to train (with the goodput of `scaling.goodput_at`), GPU-hours and
 cost. Then it marks the options that meet the goal, the Pareto front, and the pick (`choose`).
 """
@@ -15,6 +15,7 @@ from typing import Any, Callable, NamedTuple
 from ..auditor import call_options
 from ..costmodel.assumptions import as_assumptions
 from ..errors import InputError
+from ..inputs.batch import batch_for
 from ..inputs.coerce import as_model, as_training, coerce
 from ..inputs.specs import Cluster, Model, Training, resolve_training
 from ..results.recommendation import Recommendation
@@ -24,7 +25,7 @@ from .counts import parse_counts, tiling_counts
 from .goal import Goal, GpuType, as_budget, as_deadline_days, as_gpu_types, as_tokens
 from .prices import Prices, as_prices
 from .result import CapacityOption, CapacityPlan, Pick, Rejected, Work
-from .scaling import Scaling, batch_at, checkpoint_bytes, peak_flops_for, training_time
+from .scaling import Scaling, checkpoint_bytes, peak_flops_for, training_time
 from .sweep import Outcome, RecommendArgs, Scenario, run_scenarios
 
 __all__ = ["capacity"]
@@ -118,7 +119,7 @@ def _scenarios(types: list[GpuType], spec, run: _Run, given: Training):
                 rejected.append(Rejected(gpu=gpu_type.name, gpus=count, reason="not-whole-nodes",
                                          why=f"{count} GPUs are not whole nodes of {probe.gpus_per_node}"))
                 continue
-            batch = batch_at(count, run.base_seqs, run.max_seqs)
+            batch = batch_for(count, run.base_seqs, run.max_seqs).sequences
             fields = {**gpu_type.fields, "gpu": probe.gpu, "gpus": count}
             if probe.profile is not None:
                 fields["profile"] = probe.profile

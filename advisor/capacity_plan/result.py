@@ -39,7 +39,7 @@ class CapacityOption(_Frozen):
     offload: bool
     """The layout offloads model states to host memory or NVMe (nothing fits on the GPUs alone)."""
     global_batch_size: int
-    """Sequences per optimizer step at this count (scaling.batch_at)."""
+    """Sequences per optimizer step at this count (inputs.batch.batch_for)."""
     batch_tokens: int
     step_time_s: float
     """Estimated seconds per optimizer step."""

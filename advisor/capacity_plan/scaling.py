@@ -1,7 +1,8 @@
 """What bounds scaling a training run out, as stated, overridable assumptions (`Scaling`), and the
-arithmetic each one implies for a GPU count: the global batch it allows (`batch_at`), the time lost
+arithmetic each one implies for a GPU count: the time lost
 to interruptions and checkpoints (`goodput_at`), and the work a run must do at any scale
-(`peak_flops_for`, the floor under its GPU-hours).
+(`peak_flops_for`, the floor under its GPU-hours). The global batch a count allows is
+inputs.batch.batch_for, the rule recommend's default batch follows too.
 
 The memory floor and the network are not assumptions here: the recommendation at each count sizes
 memory and prices the scale-out network with the cluster's own figures (`Cluster.inter_node_bandwidth`).
@@ -15,13 +16,14 @@ from typing import Annotated, Any, NamedTuple
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from ..costmodel.adapters import model_adapter_params
+from ..inputs.batch import DEFAULT_MAX_BATCH_TOKENS
 from ..inputs.finetune import DEFAULT_LORA_RANK, priced_targets
 from ..inputs.optimizers import MASTER_BYTES, moment_bytes
 from ..inputs.precision import recipe
 from ..inputs.screen import screen
 from ..inputs.units import to_bytes_per_second, to_tokens
 
-__all__ = ["Scaling", "Goodput", "TrainingTime", "batch_at", "goodput_at", "training_time", "checkpoint_bytes",
+__all__ = ["Scaling", "Goodput", "TrainingTime", "goodput_at", "training_time", "checkpoint_bytes",
            "peak_flops_for",
            "LLAMA3_INTERRUPTIONS", "LLAMA3_DAYS", "LLAMA3_GPUS", "DEFAULT_MAX_BATCH_TOKENS", "SECONDS_PER_DAY"]
 
@@ -34,9 +36,6 @@ LLAMA3_INTERRUPTIONS = 466
 LLAMA3_DAYS = 54
 LLAMA3_GPUS = 16_384
 
-# Llama 3 405B's largest batch (arXiv 2407.21783 §3.4.1): 4M tokens at first, 8M after 252M tokens,
-# 16M after 2.87T tokens. 16M is read as Llama 3's 2,048 sequences of 8,192 tokens.
-DEFAULT_MAX_BATCH_TOKENS = 16 * 2**20
 
 # Storage write bandwidth per GPU for checkpoints: Llama 3's Tectonic file system sustains 2 TB/s
 # (arXiv 2407.21783 §3.3.1, "Storage"), shared by the 16,384 GPUs of the run: about 122 MB/s per GPU.
@@ -59,8 +58,8 @@ class Scaling(BaseModel):
 
     max_batch_tokens: Annotated[int | None, BeforeValidator(_tokens)] = Field(None, ge=1, le=1 << 40)
     """Most tokens one optimizer step may hold ("16M" is 16 x 2^20). The batch starts at the training's
-    global batch and doubles with the GPU count until each GPU has one sequence per step, never past
-    this. None: 16M tokens, Llama 3 405B's final batch (arXiv 2407.21783 §3.4.1), when the global
+    global batch and grows with the GPU count to one sequence per GPU per step and to a multiple of the
+    largest divisor of the count it can be (inputs.batch.batch_for), never past this. None: 16M tokens, Llama 3 405B's final batch (arXiv 2407.21783 §3.4.1), when the global
     batch is not given; the given batch itself (it stays fixed) when it is."""
     interruptions_per_gpu_day: float = Field(LLAMA3_INTERRUPTIONS / (LLAMA3_DAYS * LLAMA3_GPUS), ge=0, le=1,
                                              allow_inf_nan=False)
@@ -89,15 +88,6 @@ class Scaling(BaseModel):
         if self.max_batch_tokens is not None:
             return self.max_batch_tokens
         return base_tokens if stated else max(base_tokens, DEFAULT_MAX_BATCH_TOKENS)
-
-
-def batch_at(gpus: int, base_seqs: int, max_seqs: int) -> int:
-    """Sequences per step at `gpus` GPUs: the base batch, doubled (as Llama 3 doubled 4M -> 8M -> 16M
-    tokens) while the GPUs outnumber its sequences and the double stays within `max_seqs`."""
-    batch = base_seqs
-    while batch < gpus and batch * 2 <= max_seqs:
-        batch *= 2
-    return batch
 
 
 class Goodput(NamedTuple):

@@ -15,6 +15,7 @@ from pydantic import BeforeValidator, Field, field_validator, model_serializer, 
 from ..errors import InputError
 from . import presets
 from .finetune import MAX_LORA_RANK, LoraTarget, Task, check_finetune, finetune_defaults
+from .batch import DEFAULT_BATCH_TOKENS, default_batch
 from .bounds import MAX_GPUS
 from .optimizers import MasterWeights, Optimizer
 from .precision import Precision
@@ -213,7 +214,8 @@ class Training(_Frozen):
     seq_len: Tokens | None = Field(None, ge=1, le=1 << 24)
     """Tokens per sequence: 4096, "8k", "128k". None: the model's pretraining context."""
     global_batch_size: int | None = Field(None, ge=1, le=1 << 24)
-    """Sequences per optimizer step. None: about 4M tokens per step (Llama 2 paper, §2.2)."""
+    """Sequences per optimizer step. None: chosen for the cluster between 4M tokens (Llama 2, §2.2) and
+    16M (Llama 3 405B, §3.4.1) so that its data-parallel degrees split it (inputs.batch); fine-tuning 128."""
     micro_batch_size: int | None = Field(None, ge=1, le=1 << 16)
     """Sequences per GPU per forward pass; None lets the planner choose."""
     precision: Precision = "bf16"
@@ -288,9 +290,6 @@ class Training(_Frozen):
         return self.task in ("lora", "qlora")
 
 
-# Default tokens per global batch when the caller gives none: 4M tokens, as Llama 2 pretraining
-# (Touvron et al. 2023, §2.2 "global batch-size of 4M tokens") and close to GPT-3 175B's 3.2M.
-DEFAULT_BATCH_TOKENS = 4 * 2**20
 # Default sequence length for a model that states none: 4096 (Llama 2's pretraining context).
 DEFAULT_SEQ_LEN = 4096
 # Fine-tuning defaults (task other than "pretrain"): 4096 tokens, the packed length of NeMo 24.07's
@@ -316,8 +315,9 @@ def _model_notes(model: Model) -> list[str]:
     return notes
 
 
-def resolve_training(model: Model, training: Training | None) -> tuple[Training, list[str]]:
-    """Fill seq_len and global_batch_size when omitted; returns the notes saying what was assumed."""
+def resolve_training(model: Model, training: Training | None, gpus: int | None = None) -> tuple[Training, list[str]]:
+    """Fill seq_len and global_batch_size when omitted; returns the notes saying what was assumed. With
+    `gpus`, a pretraining batch is chosen for that count (inputs.batch); without, it is 4M tokens."""
     training = training or Training()
     notes: list[str] = _model_notes(model)
     updates: dict[str, Any] = {}
@@ -346,10 +346,22 @@ def resolve_training(model: Model, training: Training | None) -> tuple[Training,
         notes.append(f"training.global_batch_size not given: {FINETUNE_BATCH} sequences for {training.task} "
                      "(the alignment-handbook and Alpaca recipes' global batch)")
     elif training.global_batch_size is None:
-        gbs = max(1, round(DEFAULT_BATCH_TOKENS / seq))
-        updates["global_batch_size"] = gbs
-        notes.append(
-            f"training.global_batch_size not given: {gbs} sequences = 4M tokens / {seq} "
-            "(Llama 2 pretraining batch, Touvron et al. 2023 §2.2)"
-        )
+        updates["global_batch_size"], note = _pretraining_batch(seq, gpus)
+        notes.append(note)
     return (training.model_copy(update=updates) if updates else training), notes
+
+
+def _pretraining_batch(seq: int, gpus: int | None) -> tuple[int, str]:
+    """(sequences, the trace's note) of the default pretraining batch (inputs.batch)."""
+    base = max(1, round(DEFAULT_BATCH_TOKENS / seq))
+    head = "training.global_batch_size not given: "
+    if gpus is None:
+        return base, f"{head}{base} sequences = 4M tokens / {seq} (Llama 2 pretraining batch, Touvron et al. 2023 §2.2)"
+    chosen = default_batch(gpus, seq)
+    splits = (f"every data-parallel degree of {gpus} GPUs divides it" if chosen.divides == gpus else
+              f"a multiple of {chosen.divides}, the largest divisor of {gpus} GPUs the range allows")
+    grown = "at least one sequence per GPU; " if chosen.sequences >= gpus > base else ""
+    return chosen.sequences, (
+        f"{head}{chosen.sequences} sequences of {seq} ({chosen.sequences * seq / 2**20:.3g}M tokens), chosen for "
+        f"{gpus} GPUs between 4M tokens (Llama 2, Touvron et al. 2023 §2.2; {base} sequences) and 16M (Llama 3 "
+        f"405B, arXiv 2407.21783 §3.4.1): {grown}{splits}")

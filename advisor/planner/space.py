@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..rulebook.actions import Decisions
+from ..inputs.batch import divisors
 from ..inputs.pipeline import megatron_split
 from ..inputs.specs import Cluster, Model, Training
 
@@ -105,11 +106,6 @@ class Shape(NamedTuple):   # a NamedTuple: several times cheaper to build than a
     @property
     def dims(self) -> int:
         return sum(d > 1 for d in (self.tp, self.pp, self.cp, self.ep))
-
-
-def divisors(n: int) -> list[int]:
-    small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
-    return sorted(set(small + [n // d for d in small]))
 
 
 def even_or_expressible(layers: int, pp: int) -> bool:

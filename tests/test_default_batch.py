@@ -1,0 +1,47 @@
+"""The global batch when none is given (inputs.batch, issue 32 item 4): chosen for the cluster within the
+published 4M-16M tokens, split by the data-parallel degrees the GPU count allows, and stated in the trace."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import advisor
+from advisor.inputs.batch import DEFAULT_BATCH_TOKENS, DEFAULT_MAX_BATCH_TOKENS, default_batch
+
+
+@pytest.mark.parametrize("gpus, seq, sequences", [
+    (8, 4096, 1024),        # 4M tokens, which 8 GPUs split
+    (64, 8192, 512),        # 4M tokens, which 64 GPUs split
+    (40, 8192, 520),        # 512 would allow dp 1, 2, 4, 8 only: the next multiple of 40
+    (2048, 4096, 2048),     # a sequence per GPU: 8M tokens
+    (16384, 8192, 2048),    # 16M tokens, Llama 3 405B's batch on 16,384 H100s
+    (16384, 4096, 4096),    # at most 16M tokens: a multiple of 4,096, not of 16,384
+])
+def test_published_range_and_the_cluster_decide_the_batch(gpus, seq, sequences):
+    assert default_batch(gpus, seq).sequences == sequences
+
+
+@given(gpus=st.integers(1, 1 << 20), seq=st.sampled_from([512, 2048, 4096, 8192, 32768, 131072, 1 << 20]))
+def test_the_default_batch_stays_in_the_published_range(gpus, seq):
+    batch = default_batch(gpus, seq).sequences
+    lo = max(1, round(DEFAULT_BATCH_TOKENS / seq))
+    assert lo <= batch <= max(lo, DEFAULT_MAX_BATCH_TOKENS // seq)
+
+
+def test_8b_on_40_gpus_is_not_forced_into_a_pipeline():
+    """512 sequences (4M tokens of 8k) split over dp 1, 2, 4 or 8 only, which left pipeline stages of 5;
+    the chosen 520 splits over 40."""
+    rec = advisor.recommend(advisor.Cluster(gpu="H100", gpus=40), "llama-3-8b")
+    assert rec.layout.pp == 1
+    note = next(e.message for e in rec.trace.events if "global_batch_size not given" in e.message)
+    assert "520 sequences" in note and "every data-parallel degree of 40 GPUs" in note
+
+
+def test_a_given_batch_is_kept_and_fine_tuning_keeps_its_own():
+    given = advisor.recommend(advisor.Cluster(gpu="H100", gpus=40), "llama-3-8b",
+                              advisor.Training(seq_len=8192, global_batch_size=512))
+    assert not any("global_batch_size not given" in e.message for e in given.trace.events)
+    lora = advisor.recommend(advisor.Cluster(gpu="H100", gpus=40), "llama-3-8b", advisor.Training(task="lora"))
+    assert any("128 sequences for lora" in e.message for e in lora.trace.events)
