@@ -9,17 +9,17 @@ rejects any field that is not in it, so a typo in a rule file fails at load time
 
 from __future__ import annotations
 
+import math
+
 import re
 
 from dataclasses import dataclass
 from typing import Any
 
-from .costmodel import memory_only
 from .costmodel.assumptions import Assumptions
-from .costmodel.context import is_shape_error
 from .costmodel.adapters import finetune_state_bytes
 from .costmodel.states import model_state_bytes_per_param, state_args
-from .errors import InputError
+from .costmodel.fits import ZERO_ONLY_MAX_GPUS, dp_only_fits, zero_only_fits
 from .inputs.architecture import count_parameters, gdn_shape_ok, mamba_shape_ok
 from .inputs.layout import Layout
 from .inputs.pipeline import megatron_split, pipeline_split, stage_layers, virtual_stage_layers
@@ -51,7 +51,6 @@ def state_bytes_per_param(precision: str, optimizer: str = "adam", master: str =
 
 # The cluster size up to which advice.small-cluster-tp-pp-when-zero-fits asks whether ZeRO alone fits
 # (its `cluster.gpus <= 32`; tests/test_rules.py ties the two).
-ZERO_ONLY_MAX_GPUS = 32
 
 # Groups that exist only when a concrete layout is being judged (audit rule files, scope "layout").
 LAYOUT_GROUPS = frozenset({"layout", "check", "assume", "versus"})
@@ -226,6 +225,16 @@ CATALOGUE: dict[str, FactSpec] = _specs(
     ("check.microbatches_below_pp", bool, "microbatches < pp: stages idle for part of every step"),
     ("check.batch_for_pp_microbatches", int, "the smallest global batch that gives every pipeline at least pp "
      "micro-batches at this micro-batch size and dp: pp * micro_batch_size * dp sequences"),
+    ("check.batch_dp_most", int, "the most data-parallel replicas the global batch splits over on this cluster: "
+     "gcd(global_batch_size, cluster.gpus)"),
+    ("check.batch_forces_mp", int, "cluster.gpus / batch_dp_most: every layout's tp * pp * cp is a multiple of it"),
+    ("check.batch_mp_outside_domain", bool, "cluster.nvlink_domain % batch_forces_mp != 0: tensor parallelism inside "
+     "the domain cannot take the factor the batch forces, so part of it goes to the pipeline or context"),
+    ("check.batch_forced_mp_unneeded", bool, "batch_mp_outside_domain, and a data-parallel layout alone (ZeRO-3, full "
+     "recompute, one sequence per micro-batch, as many replicas as GPUs) fits by the estimate: the forced model "
+     "parallelism is none the model needs"),
+    ("check.batch_for_every_dp", int, "the smallest global batch of at least the given one that every data-parallel "
+     "degree of the cluster splits: the next multiple of cluster.gpus"),
     ("check.seq_mod_2cp", int, "seq_len % (2 * cp)"),
     ("check.seq_mod_tp_2cp", int, "seq_len % (tp * 2 * cp) (torchtitan)"),
     ("check.experts_mod_ep", int, "experts % ep"),
@@ -528,6 +537,7 @@ def _check_facts(case: LayoutCase, max_position: int, m: int) -> dict[str, Any]:
         "microbatches_mod_pp": m % pp,
         "microbatches_below_pp": m < pp,
         "batch_for_pp_microbatches": pp * mbs * dp,
+        **_batch_facts(case),
         "seq_mod_2cp": seq % (2 * cp),
         "seq_mod_tp_2cp": seq % (tp * 2 * cp),
         "experts_mod_ep": model.experts % ep,
@@ -555,6 +565,19 @@ def _check_facts(case: LayoutCase, max_position: int, m: int) -> dict[str, Any]:
     }
 
 
+def _batch_facts(case: LayoutCase) -> dict[str, Any]:
+    """The check.batch_* facts of the data-parallel degrees the global batch allows on the cluster."""
+    gpus, gbs = case.cluster.gpus, case.training.global_batch_size
+    most = math.gcd(gbs, gpus)
+    forced = gpus // most
+    outside = min(case.cluster.nvlink_domain, gpus) % forced != 0
+    return {
+        "batch_dp_most": most, "batch_forces_mp": forced, "batch_mp_outside_domain": outside,
+        "batch_forced_mp_unneeded": outside and dp_only_fits(case.cluster, case.model, case.training, case.assumptions),
+        "batch_for_every_dp": -(-gbs // gpus) * gpus,
+    }
+
+
 def _memory_facts(case: LayoutCase) -> dict[str, Any]:
     """The memory `check.*` facts: the estimate against the GPU, and the headroom the audit allows."""
     cluster, memory, headroom = case.cluster, case.memory, memory_headroom(case.training)
@@ -570,25 +593,3 @@ def _memory_facts(case: LayoutCase) -> dict[str, Any]:
     }
 
 
-def zero_only_fits(cluster: Cluster, model: Model, layout: Layout, training: Training, assumptions=None) -> bool:
-    """Fact check.zero_only_fits: would DeepSpeed ZeRO-2/3 with tp = pp = cp = 1 fit (no offload)?
-    Sizes up to four layouts, so it is asked only where the one rule that reads it can fire
-    (advice.small-cluster-tp-pp-when-zero-fits: at most ZERO_ONLY_MAX_GPUS GPUs, with TP or PP); elsewhere False."""
-    if cluster.gpus > ZERO_ONLY_MAX_GPUS or (layout.tp == 1 and layout.pp == 1):
-        return False
-    mbs = layout.micro_batch_size if training.global_batch_size % (layout.micro_batch_size * cluster.gpus) == 0 else 1
-    if training.global_batch_size % (mbs * cluster.gpus):
-        return False
-    for zero in (2, 3):
-        for recompute in ("none", "full"):
-            candidate = Layout(framework="deepspeed", dp=cluster.gpus, zero_stage=zero, recompute=recompute,
-                               micro_batch_size=mbs)
-            try:
-                fits = memory_only(cluster, model, candidate, training, assumptions).fits
-            except InputError as exc:          # a shape the cost model cannot hold; anything else propagates
-                if not is_shape_error(exc):
-                    raise
-                continue
-            if fits:
-                return True
-    return False

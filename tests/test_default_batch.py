@@ -45,3 +45,24 @@ def test_a_given_batch_is_kept_and_fine_tuning_keeps_its_own():
     assert not any("global_batch_size not given" in e.message for e in given.trace.events)
     lora = advisor.recommend(advisor.Cluster(gpu="H100", gpus=40), "llama-3-8b", advisor.Training(task="lora"))
     assert any("128 sequences for lora" in e.message for e in lora.trace.events)
+
+
+def _advice(cluster, model, training):
+    rec = advisor.recommend(cluster, model, training)
+    return [f for f in advisor.audit(cluster, model, rec.layout, training).findings
+            if f.rule_id == "advice.batch-limits-data-parallel"]
+
+
+def test_a_given_batch_that_forces_a_pipeline_says_which_batch_would_not():
+    found = _advice(advisor.Cluster(gpu="H100", gpus=40), "llama-3-8b", advisor.Training(seq_len=8192, global_batch_size=512))
+    assert len(found) == 1
+    assert "at most 8 data-parallel replicas of 40 GPUs" in found[0].message and "520 sequences" in found[0].fix
+
+
+@pytest.mark.parametrize("gpus, model, seq, batch", [
+    (1024, "gpt-3-175b", 2048, 1536),     # the forced factor 2 goes to tensor parallelism inside the node
+    (40, "llama-3-8b", 8192, 520),        # a batch 40 GPUs split
+])
+def test_no_batch_advice_where_the_batch_forces_nothing_the_model_does_not_need(gpus, model, seq, batch):
+    gpu = "A100-80GB" if gpus == 1024 else "H100"
+    assert not _advice(advisor.Cluster(gpu=gpu, gpus=gpus), model, advisor.Training(seq_len=seq, global_batch_size=batch))
