@@ -3,7 +3,7 @@
 A test whose every example does real work (recommend, audit, an export, a rule-file compile, a CLI
 call) states two counts: the one it runs by default (the "dev" profile, and "ci" under CI=true) and
 the one it runs under HYPOTHESIS_PROFILE=thorough, the deep run on demand. Default counts stay at 20
-or more.
+or more. A stress loop that repeats calls to find races reads THOROUGH the same way.
 """
 
 from __future__ import annotations
