@@ -22,6 +22,7 @@ import advisor
 from advisor import Cluster, Layout, Model, Training
 from advisor import export as ex
 from situations import situations  # tests/ is on sys.path (rootdir conftest)
+from budget import examples  # tests/ is on sys.path (rootdir conftest)
 
 FORMATS = {
     "megatron": (ex.megatron_args,),
@@ -86,7 +87,7 @@ def _export_errors(report, assumptions=None) -> list[advisor.InputError]:
     return errors
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(250, thorough=1500), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_audit_ok_exports_and_every_refusal_is_an_audit_rule(data):
     cluster, model, training = data.draw(situations(

@@ -186,7 +186,7 @@ def test_readme_no_compiler_install_lists_every_other_dependency():
     for dep in deps:
         if not dep.startswith("durable-rules"):
             assert f"'{dep}'" in line, dep
-    assert "answers identically" in readme and "3-5 minutes" in readme
+    assert "answers identically" in readme and "about 75 s of CPU" in readme
 
 
 def test_no_layout_fits_in_json_carries_the_changes_each_planned_again(capsys):

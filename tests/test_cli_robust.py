@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 import advisor.api
 from advisor.cli import EXIT_STATUS, main
+from budget import examples  # tests/ is on sys.path (rootdir conftest)
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ["--model", "llama-3-8b", "--gpu", "H100", "--gpus", "8"]
@@ -335,8 +336,8 @@ def argv_strategy(draw):
     return argv
 
 
-# ~2-4 s at 400 examples (in process); ADVISOR_CLI_FUZZ=4000 for a longer run (~25 s).
-@settings(max_examples=int(os.environ.get("ADVISOR_CLI_FUZZ", "400")), deadline=None,
+# In process; ADVISOR_CLI_FUZZ=4000 for a longer run (~25 s).
+@settings(max_examples=int(os.environ.get("ADVISOR_CLI_FUZZ", examples(100, thorough=400))), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(argv=argv_strategy())
 def test_argv_fuzz(argv):

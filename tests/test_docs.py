@@ -23,8 +23,14 @@ DOCS = ROOT / "docs"
 BOOK = load_rulebook(root=ROOT / "rules")
 
 
-def test_generated_docs_equal_the_committed_ones():
-    generated = {rel: text for rel, text in docgen.generate(ROOT).items() if rel.startswith("docs/")}
+@pytest.fixture(scope="module")
+def generated_files() -> dict[str, str]:
+    """docgen.generate(ROOT), once for the tests that read it (it loads and renders every rule file)."""
+    return docgen.generate(ROOT)
+
+
+def test_generated_docs_equal_the_committed_ones(generated_files):
+    generated = {rel: text for rel, text in generated_files.items() if rel.startswith("docs/")}
     assert sorted(generated) == [docgen.FACTS_DOC, docgen.RULES_DOC]
     for rel, text in generated.items():
         committed = (ROOT / rel).read_text(encoding="utf-8") if (ROOT / rel).is_file() else None
@@ -58,8 +64,8 @@ def test_every_fact_is_in_the_fact_catalogue():
         assert f"| `{name}` | {spec.type.__name__} |" in text, name
 
 
-def test_generation_is_deterministic_and_has_no_absolute_paths():
-    first, second = docgen.generate(ROOT), docgen.generate(ROOT)
+def test_generation_is_deterministic_and_has_no_absolute_paths(generated_files):
+    first, second = generated_files, docgen.generate(ROOT)
     assert first == second
     for rel, text in first.items():
         assert str(ROOT) not in text and tempfile.gettempdir() not in text, rel

@@ -17,6 +17,7 @@ import advisor.rulebook.engines.durable as eng_mod
 from advisor.rulebook.compiled import MAX_GROUPS_PER_RULE, CompiledRule, count_groups
 from advisor.rulebook.engines.durable import FACT_KIND, DurableEngine, translate_condition
 from advisor.rulebook.engines.python import PythonEngine
+from budget import examples  # tests/ is on sys.path (rootdir conftest)
 
 pytestmark = pytest.mark.skipif(not eng_mod.durable_available(), reason="durable_rules does not import here")
 
@@ -108,7 +109,7 @@ def _groups_in(pattern) -> int:
     return 0
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=examples(50, thorough=200), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(rules=rulesets(), fact_list=st.lists(facts(), min_size=1, max_size=4))
 def test_durable_and_python_engines_agree(rules, fact_list):
     for rule in rules:
@@ -133,7 +134,7 @@ def simple_rulesets(draw):
     return [CompiledRule(f"r{i}", pris[i], leaf) for i, leaf in enumerate(leaves_)]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30, thorough=60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rules=simple_rulesets(), fact_list=st.lists(facts(), min_size=1, max_size=3))
 def test_engines_agree_on_order_of_many_rules(rules, fact_list):
     python = PythonEngine({"many": rules})

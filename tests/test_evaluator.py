@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
-from engine_fixtures import FACT, L  # noqa: E402  (tests/ is on sys.path via rootdir conftest)
+from budget import examples  # noqa: E402  (tests/ is on sys.path via rootdir conftest)
+from engine_fixtures import FACT, L  # noqa: E402
 from threads import run_in_threads  # noqa: E402
 
 from advisor.errors import EngineError
@@ -317,7 +318,7 @@ def _outcome(fn):
         return ("error", str(exc))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(80, thorough=300), deadline=None)
 @given(_TREES, st.fixed_dictionaries({"g": st.fixed_dictionaries({"x": _VALUES, "y": _VALUES}),
                                       "h": st.fixed_dictionaries({"z": _VALUES})}))
 def test_compiled_condition_agrees_with_the_interpreter(node, fact):

@@ -22,6 +22,7 @@ import advisor
 from advisor import export as ex
 from advisor.inputs.layout import Layout
 from advisor.inputs.specs import Cluster, Model, Training
+from budget import examples  # tests/ is on sys.path (rootdir conftest)
 
 CLUSTER = Cluster(gpu="H100-SXM-80GB", gpus=64)
 MODEL = Model.preset("llama-3-70b")
@@ -40,7 +41,7 @@ HOSTILE = st.sampled_from(["x\n[job]\ndump_folder = '/'", "a\r\nb = 1", "\x1b[2J
                            "nel\x85x", "ls\u2028[checkpoint]", "'$(echo injected)'", "`echo injected`", "$HOME", "${X}", "- a: b",
                            "#", "", " ", "true", "null", "1e3", "\t", "\x7f", "\ufeff", "é", "🙂"])
 STRINGS = st.one_of(HOSTILE, TEXT)
-EXAMPLES = settings(max_examples=150, deadline=None)
+EXAMPLES = settings(max_examples=examples(40, thorough=150), deadline=None)
 
 
 def _named(name: str) -> Model:

@@ -28,6 +28,7 @@ from advisor.rulebook.engines.durable import durable_available
 from advisor.errors import AdvisorError, EngineError, EstimateError, InputError, RuleFileError
 from advisor.inputs import presets
 from advisor.inputs.coerce import as_cluster, as_training
+from budget import examples  # tests/ is on sys.path (rootdir conftest)
 
 ENGINES = ["python", "durable"] if durable_available() else ["python"]
 H100_8 = {"gpu": "H100", "gpus": 8}
@@ -486,7 +487,7 @@ PROPERTY = settings(max_examples=60, deadline=None,
                                            HealthCheck.filter_too_much])
 
 
-@settings(PROPERTY, max_examples=300)
+@settings(PROPERTY, max_examples=examples(30, thorough=300))
 @given(kw=calls(("cluster", "model", "training", "assumptions", "engine", "rules"), VALID))
 def test_recommend_answers_sanely_or_names_the_field(kw):
     rec = settle(advisor.recommend, kw.pop("cluster"), kw.pop("model"), kw.pop("training"), **kw)
@@ -494,7 +495,7 @@ def test_recommend_answers_sanely_or_names_the_field(kw):
         check_recommendation(rec)
 
 
-@settings(PROPERTY, max_examples=500)
+@settings(PROPERTY, max_examples=examples(50, thorough=500))
 @given(kw=calls(("cluster", "model", "layout", "training", "assumptions", "engine", "rules"), VALID))
 def test_audit_answers_sanely_or_names_the_field(kw):
     report = settle(advisor.audit, kw.pop("cluster"), kw.pop("model"), kw.pop("layout"), kw.pop("training"), **kw)
@@ -502,7 +503,7 @@ def test_audit_answers_sanely_or_names_the_field(kw):
         check_audit(report)
 
 
-@settings(PROPERTY, max_examples=600)
+@settings(PROPERTY, max_examples=examples(60, thorough=600))
 @given(kw=calls(("cluster", "model", "layout", "training", "assumptions"), VALID_ESTIMATE))
 def test_estimate_answers_sanely_or_names_the_field(kw):
     est = settle(advisor.estimate, kw["cluster"], kw["model"], kw["layout"], kw["training"], kw["assumptions"])
@@ -511,7 +512,7 @@ def test_estimate_answers_sanely_or_names_the_field(kw):
         json.loads(est.model_dump_json())
 
 
-@settings(PROPERTY, max_examples=200)
+@settings(PROPERTY, max_examples=examples(20, thorough=200))
 @given(key=st.sampled_from(["num_hidden_layers", "hidden_size", "num_attention_heads", "num_experts",
                             "decoder_sparse_step", "mlp_only_layers", "moe_intermediate_size", "vocab_size",
                             "num_experts_per_tok", "intermediate_size", "model_type", "bogus"]),

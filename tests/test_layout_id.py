@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 import advisor
 from advisor import InputError, Layout
 from advisor.inputs.layout import Framework, Offload, Recompute
+from budget import examples  # tests/ is on sys.path (rootdir conftest)
 
 MAX_DEGREE = Layout.model_json_schema()["properties"]["tp"]["maximum"]
 
@@ -36,13 +37,13 @@ def layouts(draw) -> Layout:
     )
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(100, thorough=500), deadline=None)
 @given(layouts())
 def test_parse_inverts_id(layout):
     assert Layout.parse(layout.id) == layout
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(100, thorough=500), deadline=None)
 @given(layouts(), layouts(), st.sampled_from(list(Layout.model_fields)))
 def test_layouts_that_differ_in_one_field_have_different_ids(layout, donor, field):
     """The near misses are where a lossy id collides (the old one dropped eight fields). parse
@@ -67,7 +68,7 @@ def edited_ids(draw) -> str:
     return text[:at] + draw(st.sampled_from("tpcedvzrsmbn0123456789?-/:+@")) + text[at + 1:]
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(100, thorough=500), deadline=None)
 @given(st.text(alphabet="tpcedvzrosmbnfgk0123456789?-/:+@", max_size=40) | edited_ids())
 def test_whatever_parse_accepts_is_an_id(text):
     """Only canonical ids parse, so no two strings name one layout."""

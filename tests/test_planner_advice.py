@@ -4,6 +4,7 @@ near-tied runner-up avoids, and for every advice that stands a trace note saying
 from __future__ import annotations
 
 import pytest
+from budget import examples  # tests/ is on sys.path (rootdir conftest)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from situations import situations  # tests/ is on sys.path (rootdir conftest)
@@ -16,7 +17,7 @@ from advisor.facts import LayoutCase, build_facts, zero_only_fits
 from advisor.planner.ranking import Ties
 from advisor.rulebook.session import rulebook_for
 
-PROPERTY = settings(max_examples=int(__import__("os").environ.get("PLANNER_EXAMPLES", "25")), deadline=None,
+PROPERTY = settings(max_examples=int(__import__("os").environ.get("PLANNER_EXAMPLES", examples(20, thorough=25))), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 MODELS = ("llama-3-8b", "llama-3-70b", "llama-2-13b", "mixtral-8x7b", "qwen3-30b-a3b", "gpt-3-175b")
 

@@ -1,5 +1,6 @@
 """The classic layout patterns, as properties of the planner over generated clusters and models."""
 
+from budget import examples  # tests/ is on sys.path (rootdir conftest)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from situations import situations  # tests/ is on sys.path (rootdir conftest)
@@ -11,7 +12,7 @@ from advisor.inputs import presets
 DENSE = ("llama-2-7b", "llama-2-13b", "llama-3-8b", "llama-3-70b", "qwen2.5-72b", "gpt-3-175b", "llama-2-70b")
 RECOMPUTE = ["none", "selective", "full"]
 OFFLOAD = ["none", "optimizer", "optimizer+params"]
-PROPERTY = settings(max_examples=int(__import__("os").environ.get("PLANNER_EXAMPLES", "25")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(max_examples=int(__import__("os").environ.get("PLANNER_EXAMPLES", examples(20, thorough=25))), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def dense_situations():

@@ -7,6 +7,7 @@ alternatives an exhaustive search would list."""
 import itertools
 
 import pytest
+from budget import examples  # tests/ is on sys.path (rootdir conftest)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -16,7 +17,7 @@ from advisor.api import recommend_with_ranking
 from advisor.costmodel import Assumptions, estimate
 from advisor.costmodel.sizing import floor_of, size, step_and_floors
 
-PROPERTY = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(max_examples=examples(20, thorough=30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 RECOMPUTE = ("none", "selective", "full")
 # knobs whose terms depend on the compute window: the floors must stay below them too
 KNOBS = st.sampled_from([None, Assumptions(ep_a2a_overlap=True), Assumptions(activation_offload_layers=8)])

@@ -1,5 +1,6 @@
 """Layout invariants, stated as hypothesis properties over generated clusters and models."""
 
+from budget import examples  # tests/ is on sys.path (rootdir conftest)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from situations import GPUS, MODELS, situations  # tests/ is on sys.path (rootdir conftest)
@@ -8,7 +9,7 @@ import advisor
 from advisor import Cluster
 from advisor.inputs.pipeline import megatron_split, stage_layers
 
-PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(max_examples=examples(20, thorough=40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @PROPERTY

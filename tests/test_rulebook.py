@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from advisor import RuleFileError
-from advisor.rulebook.load import builtin_rules_dir, load_rulebook, parse_condition
+from advisor.rulebook.load import builtin_rules_dir, load_rulebook, parse_condition, read_site_files, site_rulebook
 
 GOOD = '''
 [[rule]]
@@ -28,7 +28,7 @@ no_fire = [{ "cluster.gpus" = 1 }]
 def _load(tmp_path: Path, text: str) -> None:
     path = tmp_path / "site.toml"
     path.write_text(text, encoding="utf-8")
-    load_rulebook((path,))
+    site_rulebook(read_site_files((path,)))      # as a call with site rules reads them (rulebook_for)
 
 
 def test_good_site_rule_loads(tmp_path):

@@ -28,7 +28,7 @@ from advisor.rulebook.engines import durable as durable_engine
 from advisor.rulebook.load import (LEAF_RE, MAX_BRANCHES, MAX_CONDITION_CHARS, MAX_CONDITION_DEPTH,
                                    MAX_FORMAT_PRECISION, MAX_FORMAT_WIDTH, MAX_IN_VALUES, MAX_RENDERED_CHARS,
                                    MAX_RULE_FILE_BYTES, MAX_TEMPLATE_CHARS, load_rulebook, parse_condition,
-                                   render_message, ruleset_name)
+                                   read_site_files, render_message, ruleset_name, site_rulebook)
 
 ENGINES = ["python"] + (["durable"] if durable_engine.durable_available() else [])
 CLUSTER = {"gpu": "H100", "gpus": 64}
@@ -72,8 +72,8 @@ def write(tmp_path: Path, text: str, name: str = "site.toml") -> Path:
 
 
 def refused(path: Path, field_pattern: str = ".*", want: str = "") -> RuleFileError:
-    with pytest.raises(RuleFileError) as info:
-        load_rulebook((path,))
+    with pytest.raises(RuleFileError) as info:      # as a call with site rules reads them (rulebook_for)
+        site_rulebook(read_site_files((path,)))
     err = info.value
     assert err.path == str(path) and re.fullmatch(field_pattern, err.field), err
     assert want in err.want, err

@@ -17,6 +17,7 @@ from advisor.inputs.specs import resolve_training
 from advisor.planner import space
 from advisor.rulebook.actions import Decisions, Enable
 from advisor.rulebook.load import builtin_rulebook
+from budget import examples  # tests/ is on sys.path (rootdir conftest)
 
 MODELS = ["llama-2-7b", "llama-3-70b", "llama-3.1-405b", "mixtral-8x7b", "qwen2.5-72b", "gpt-3-175b", "deepseek-v3"]
 BOOK = builtin_rulebook()
@@ -52,7 +53,7 @@ def megatron_layouts(draw):
     return model, training, advisor.Cluster(gpu="H100-SXM-80GB", gpus=world), layout
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60, thorough=300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(megatron_layouts())
 def test_what_a_check_drops_its_audit_rule_refuses_and_what_it_keeps_it_accepts(case):
     model, training, cluster, layout = case
@@ -64,7 +65,7 @@ def test_what_a_check_drops_its_audit_rule_refuses_and_what_it_keeps_it_accepts(
         assert keeps == (rule_id not in errors), (check.__name__, rule_id, layout, sorted(errors))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25, thorough=60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(MODELS), st.sampled_from([8, 64, 512]), st.sampled_from([4096, 32768]))
 def test_no_shape_the_search_keeps_breaks_a_rule_its_checks_state(model_name, world, seq):
     model = advisor.Model.preset(model_name)
