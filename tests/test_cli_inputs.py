@@ -203,3 +203,13 @@ def test_no_layout_fits_in_json_carries_the_changes_each_planned_again(capsys):
     # a recommendation that fits says nothing of the kind
     code, out, _ = run(capsys, "recommend", "--model", "llama-3-8b", "--gpu", "H100", "--gpus", "8", "--json")
     assert code == 0 and "what_would_fit" not in json.loads(out)
+
+
+@pytest.mark.parametrize("where", ["missing/folder/profile.json", "."])
+def test_measure_refuses_an_output_it_cannot_write_before_measuring(where, tmp_path, capsys, monkeypatch):
+    """An --out in a folder that does not exist (or a folder itself) is an input error at once, not an
+    internal error after minutes of measuring (exit 2, naming the option)."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["measure", "--smoke", "--gpu", "H100", "--out", where]) == 2
+    err = capsys.readouterr().err
+    assert "measure --out" in err and "internal error" not in err

@@ -46,6 +46,8 @@ def measure(out: str | Path | None = None, *, smoke: bool = False, budget: float
             log: Callable[[str], None] = lambda _: None) -> Profile:
     """Run the microbenchmarks (about `budget` seconds on a GPU) and return the profile; write it to
     `out` (JSON) and the raw records to `records` (JSON lines) when given."""
+    for field, path in (("measure --out", out), ("measure --records", records)):
+        _check_writable(field, path)       # before minutes of measuring, not after
     try:
         from . import bench
     except ImportError as exc:
@@ -59,14 +61,32 @@ def measure(out: str | Path | None = None, *, smoke: bool = False, budget: float
         raise InputError("measure --gpu", device or "no GPU", "the GPU preset whose datasheet peaks the curves are "
                          "shares of, e.g. --gpu H100 (see `advisor presets`)")
     if records is not None:
-        Path(records).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        _write("measure --records", records, "".join(json.dumps(r) + "\n" for r in rows))
     source = (f"advisor measure{' --smoke' if smoke else ''} on {device or 'CPU'}: torch {env.get('torch')}, "
               f"CUDA {env.get('cuda')}, host {env.get('cpu_model')} ({env.get('cores')} cores)")
     prof = records_to_profile(rows, name=name or ("smoke" if smoke else _slug(gpu) + "-measured"), gpu=gpu,
                               source=source)
     if out is not None:
-        Path(out).write_text(json.dumps(prof.model_dump(mode="json"), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        _write("measure --out", out, json.dumps(prof.model_dump(mode="json"), indent=1, sort_keys=True) + "\n")
     return prof
+
+
+def _check_writable(field: str, path: str | Path | None) -> None:
+    """InputError unless `path` (when given) names a file in a folder that exists."""
+    if path is None:
+        return
+    target = Path(path)
+    if target.is_dir():
+        raise InputError(field, str(path), "a file name, not a folder")
+    if not target.parent.is_dir():
+        raise InputError(field, str(path), "a file in a folder that exists", f"create {target.parent} first")
+
+
+def _write(field: str, path: str | Path, text: str) -> None:
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(field, str(path), "a file this process can write", exc.strerror or str(exc)) from None
 
 
 def _slug(text: str) -> str:
