@@ -163,6 +163,8 @@ time h (max(g, h) as p grows). The layer rows at each p:
 - Hugging Face + PEFT fine-tuning steps: `python benchmarks/finetune_real.py`. The bytes PEFT's adapter
   adds around each linear (its fp32 input copy and output path, `costmodel.compute.PEFT_INPUT_BYTES` /
   `PEFT_OUTPUT_BYTES`) are counted op by op on PEFT 0.21.0: `python benchmarks/peft_traffic.py`.
+  The host's work for a transformers + PEFT layer relative to the plain layer the profile measured (the
+  host term's kernel count, on a CPU): `python benchmarks/hf_host_cpu.py`; on a GPU, `benchmarks/gpu/hf_host.py`.
 """
 
 
