@@ -10,7 +10,6 @@ rejects any field that is not in it, so a typo in a rule file fails at load time
 from __future__ import annotations
 
 import math
-
 import re
 
 from dataclasses import dataclass
@@ -48,9 +47,6 @@ def state_bytes_per_param(precision: str, optimizer: str = "adam", master: str =
     return sum(sum(part) for part in model_state_bytes_per_param(
         "megatron", precision, 0, main_grad_bytes=sa.main_grad_bytes, optimizer_bytes=sa.optimizer_bytes))
 
-
-# The cluster size up to which advice.small-cluster-tp-pp-when-zero-fits asks whether ZeRO alone fits
-# (its `cluster.gpus <= 32`; tests/test_rules.py ties the two).
 
 # Groups that exist only when a concrete layout is being judged (audit rule files, scope "layout").
 LAYOUT_GROUPS = frozenset({"layout", "check", "assume", "versus"})
@@ -571,11 +567,11 @@ def _batch_facts(case: LayoutCase) -> dict[str, Any]:
     most = math.gcd(gbs, gpus)
     forced = gpus // most
     outside = min(case.cluster.nvlink_domain, gpus) % forced != 0
-    return {
-        "batch_dp_most": most, "batch_forces_mp": forced, "batch_mp_outside_domain": outside,
-        "batch_forced_mp_unneeded": outside and dp_only_fits(case.cluster, case.model, case.training, case.assumptions),
-        "batch_for_every_dp": -(-gbs // gpus) * gpus,
-    }
+    every = -(-gbs // gpus) * gpus
+    unneeded = outside and dp_only_fits(case.cluster, case.model, case.training.model_copy(
+        update={"global_batch_size": every}), case.assumptions)
+    return {"batch_dp_most": most, "batch_forces_mp": forced, "batch_mp_outside_domain": outside,
+            "batch_forced_mp_unneeded": unneeded, "batch_for_every_dp": every}
 
 
 def _memory_facts(case: LayoutCase) -> dict[str, Any]:
@@ -591,5 +587,3 @@ def _memory_facts(case: LayoutCase) -> dict[str, Any]:
         "memory_tight": memory is not None and bool(memory.fits) and memory.total > (1 - headroom) * memory.capacity,
         "host_fits": bool(memory.host_fits) if memory is not None else True,
     }
-
-

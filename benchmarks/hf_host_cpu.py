@@ -19,14 +19,18 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+from pathlib import Path
 
 try:
     import torch
-    import transformers
-    from peft import LoraConfig, get_peft_model
+    import transformers  # noqa: F401 - the builder's, checked here for the message below
+    import peft  # noqa: F401
 except ImportError as exc:
     print(f"needs torch, transformers and peft ({exc}); see this file's docstring")
     raise SystemExit(1) from None
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "gpu"))
+from hf_host import build, train_step  # noqa: E402
 
 from advisor.costmodel.kernels import KERNELS_PEFT_LORA
 from advisor.inputs.profile import shipped_profile
@@ -52,31 +56,11 @@ def plain(layers: int, ckpt: bool):
 
 
 def hf(layers: int, ckpt: bool, targets: list[str] | None):
+    cfg = dict(hidden_size=H, intermediate_size=FFN, num_hidden_layers=layers, num_attention_heads=HEADS,
+               num_key_value_heads=HEADS, vocab_size=256, tie_word_embeddings=False, rope_theta=10000.0)
     torch.manual_seed(0)
-    cfg = transformers.LlamaConfig(hidden_size=H, intermediate_size=FFN, num_hidden_layers=layers,
-                                   num_attention_heads=HEADS, num_key_value_heads=HEADS, vocab_size=256,
-                                   max_position_embeddings=S, attn_implementation="sdpa")
-    torch.set_default_dtype(torch.bfloat16)
-    try:
-        model = transformers.LlamaForCausalLM(cfg)
-    finally:
-        torch.set_default_dtype(torch.float32)
-    if targets:
-        model = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules=targets,
-                                                 task_type="CAUSAL_LM"))
-    if ckpt:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        if targets:
-            model.enable_input_require_grads()
-    model.config.use_cache = False
-    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5)
-    ids = torch.randint(0, 256, (1, S))
-
-    def step():
-        model(input_ids=ids, labels=ids).loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-    return step
+    model, opt = build(cfg, S, targets, ckpt)         # the GPU reading's builder, on this CPU
+    return train_step(model, opt, torch.randint(0, 256, (1, S)))
 
 
 def per_step(step, n: int = 20) -> float:

@@ -1,8 +1,7 @@
 """What bounds scaling a training run out, as stated, overridable assumptions (`Scaling`), and the
-arithmetic each one implies for a GPU count: the time lost
-to interruptions and checkpoints (`goodput_at`), and the work a run must do at any scale
-(`peak_flops_for`, the floor under its GPU-hours). The global batch a count allows is
-inputs.batch.batch_for, the rule recommend's default batch follows too.
+arithmetic each one implies for a GPU count: the time lost to interruptions and checkpoints
+(`goodput_at`), and the work a run must do at any scale (`peak_flops_for`, the floor under its
+GPU-hours). The global batch a count allows is inputs.batch.batch_for, recommend's default rule too.
 
 The memory floor and the network are not assumptions here: the recommendation at each count sizes
 memory and prices the scale-out network with the cluster's own figures (`Cluster.inter_node_bandwidth`).
@@ -36,7 +35,6 @@ LLAMA3_INTERRUPTIONS = 466
 LLAMA3_DAYS = 54
 LLAMA3_GPUS = 16_384
 
-
 # Storage write bandwidth per GPU for checkpoints: Llama 3's Tectonic file system sustains 2 TB/s
 # (arXiv 2407.21783 §3.3.1, "Storage"), shared by the 16,384 GPUs of the run: about 122 MB/s per GPU.
 _LLAMA3_STORAGE_BYTES_PER_S = 2e12
@@ -59,8 +57,9 @@ class Scaling(BaseModel):
     max_batch_tokens: Annotated[int | None, BeforeValidator(_tokens)] = Field(None, ge=1, le=1 << 40)
     """Most tokens one optimizer step may hold ("16M" is 16 x 2^20). The batch starts at the training's
     global batch and grows with the GPU count to one sequence per GPU per step and to a multiple of the
-    largest divisor of the count it can be (inputs.batch.batch_for), never past this. None: 16M tokens, Llama 3 405B's final batch (arXiv 2407.21783 §3.4.1), when the global
-    batch is not given; the given batch itself (it stays fixed) when it is."""
+    largest divisor of the count it can be (inputs.batch.batch_for), never past this. None: 16M tokens,
+    Llama 3 405B's final batch (arXiv 2407.21783 §3.4.1), when the global batch is not given; the given
+    batch itself (it stays fixed) when it is."""
     interruptions_per_gpu_day: float = Field(LLAMA3_INTERRUPTIONS / (LLAMA3_DAYS * LLAMA3_GPUS), ge=0, le=1,
                                              allow_inf_nan=False)
     """Job interruptions per GPU per day; a job of N GPUs stops N times as often. Default: Llama 3's 466

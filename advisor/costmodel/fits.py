@@ -46,8 +46,8 @@ def zero_only_fits(cluster: Cluster, model: Model, layout: Layout, training: Tra
 
 def dp_only_fits(cluster: Cluster, model: Model, training: Training, assumptions=None) -> bool:
     """Fact check.batch_forced_mp_unneeded (with its guard, in facts): a data-parallel layout alone
-    fits, the most frugal one (ZeRO-3, full recompute, one sequence per micro-batch, a replica per GPU),
-    sized at a batch it splits (its memory per GPU does not depend on the batch, its legality does)."""
+    fits, the most frugal one (ZeRO-3, full recompute, one sequence per micro-batch, a replica per GPU).
+    `training`'s global batch must split over the GPUs (facts passes the next multiple: memory per GPU
+    does not depend on the batch, legality does)."""
     frugal = Layout(framework="deepspeed", dp=cluster.gpus, zero_stage=3, recompute="full", micro_batch_size=1)
-    splits = training.model_copy(update={"global_batch_size": -(-training.global_batch_size // cluster.gpus) * cluster.gpus})
-    return _fits(cluster, model, frugal, splits, assumptions)
+    return _fits(cluster, model, frugal, training, assumptions)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["DEFAULT_BATCH_TOKENS", "DEFAULT_MAX_BATCH_TOKENS", "BatchChoice", "batch_for", "default_batch",
+__all__ = ["DEFAULT_BATCH_TOKENS", "DEFAULT_MAX_BATCH_TOKENS", "BatchChoice", "base_batch", "batch_for", "default_batch",
            "divisors"]
 
 DEFAULT_BATCH_TOKENS = 4 * 2**20
@@ -53,7 +53,11 @@ def batch_for(gpus: int, base: int, most: int) -> BatchChoice:
     raise AssertionError("unreachable: the divisor 1 keeps the batch at `want`")
 
 
+def base_batch(seq: int) -> int:
+    """Sequences of `seq` tokens in DEFAULT_BATCH_TOKENS (at least one): where the default starts."""
+    return max(1, round(DEFAULT_BATCH_TOKENS / seq))
+
+
 def default_batch(gpus: int, seq: int) -> BatchChoice:
     """The default pretraining batch on `gpus` GPUs at `seq` tokens per sequence (this module's rule)."""
-    base = max(1, round(DEFAULT_BATCH_TOKENS / seq))
-    return batch_for(gpus, base, DEFAULT_MAX_BATCH_TOKENS // seq)
+    return batch_for(gpus, base_batch(seq), DEFAULT_MAX_BATCH_TOKENS // seq)

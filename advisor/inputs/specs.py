@@ -15,7 +15,7 @@ from pydantic import BeforeValidator, Field, field_validator, model_serializer, 
 from ..errors import InputError
 from . import presets
 from .finetune import MAX_LORA_RANK, LoraTarget, Task, check_finetune, finetune_defaults
-from .batch import DEFAULT_BATCH_TOKENS, default_batch
+from .batch import base_batch, default_batch
 from .bounds import MAX_GPUS
 from .optimizers import MasterWeights, Optimizer
 from .precision import Precision
@@ -353,7 +353,7 @@ def resolve_training(model: Model, training: Training | None, gpus: int | None =
 
 def _pretraining_batch(seq: int, gpus: int | None) -> tuple[int, str]:
     """(sequences, the trace's note) of the default pretraining batch (inputs.batch)."""
-    base = max(1, round(DEFAULT_BATCH_TOKENS / seq))
+    base = base_batch(seq)
     head = "training.global_batch_size not given: "
     if gpus is None:
         return base, f"{head}{base} sequences = 4M tokens / {seq} (Llama 2 pretraining batch, Touvron et al. 2023 §2.2)"

@@ -40,7 +40,9 @@ def sync() -> None:
         torch.cuda.synchronize()
 
 
-def build(cfg: dict, seq: int, lora: bool, ckpt: bool):
+def build(cfg: dict, seq: int, targets: list[str] | None, ckpt: bool):
+    """(model, optimizer) as the method builds them: bf16 weights, PEFT LoRA r 16 on `targets` (None:
+    full fine-tuning), gradient checkpointing (use_reentrant False) when `ckpt`, torch AdamW."""
     import transformers
     from peft import LoraConfig, get_peft_model
     config = transformers.LlamaConfig(max_position_embeddings=max(seq, 8192), attn_implementation="sdpa", **cfg)
@@ -50,25 +52,29 @@ def build(cfg: dict, seq: int, lora: bool, ckpt: bool):
             model = transformers.LlamaForCausalLM(config)
     finally:
         torch.set_default_dtype(torch.float32)
-    if lora:
-        model = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules=ALL_LINEAR,
+    if targets:
+        model = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules=targets,
                                                  task_type="CAUSAL_LM"))
     if ckpt:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        if lora:
+        if targets:
             model.enable_input_require_grads()
     model.config.use_cache = False
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5, fused=DEV == "cuda")
     return model, opt
 
 
-def readings(model, opt, ids, steps: int) -> dict:
+def train_step(model, opt, ids):
+    """One training step of `model` on the token ids `ids` (labels = inputs), as a callable."""
     def step():
-        out = model(input_ids=ids, labels=ids)
-        out.loss.backward()
+        model(input_ids=ids, labels=ids).loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
+    return step
 
+
+def readings(model, opt, ids, steps: int) -> dict:
+    step = train_step(model, opt, ids)
     for _ in range(2):
         step()
     sync()
@@ -97,7 +103,7 @@ def main() -> int:
                                               for ck in (True, False)]
     with open(os.path.join(OUT, "hf_host.jsonl"), "a") as sink:
         for seq, lora, ckpt in runs:
-            model, opt = build(cfg, seq, lora, ckpt)
+            model, opt = build(cfg, seq, ALL_LINEAR if lora else None, ckpt)
             ids = torch.randint(0, cfg["vocab_size"], (1, seq), device=DEV)
             try:
                 rec = readings(model, opt, ids, 2 if SMOKE else 5)
