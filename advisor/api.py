@@ -164,7 +164,7 @@ def _recommend(cluster: Any, model: Any, training: Any, rules: tuple[str | Path,
                assumptions: Any, keep_ranking: bool):
     rules, engine = call_options(rules, engine)
     cluster, model = as_cluster(cluster), as_model(model)
-    training, notes = resolve_training(model, as_training(training), cluster.gpus)
+    training, notes = resolve_training(model, as_training(training), cluster)
     assumptions = as_assumptions(assumptions)
     changed = assumptions.changed() if assumptions is not None else {}
     if changed:

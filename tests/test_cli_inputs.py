@@ -144,7 +144,8 @@ def test_audit_refuses_bf16_and_warns_on_flash_attention_on_volta():
     import advisor
 
     layout = advisor.Layout(tp=1, pp=1, dp=8, zero_stage=1)
-    report = advisor.audit({"gpu": "V100", "gpus": 8}, "llama-2-7b", layout, {"seq_len": 2048, "precision": "bf16"})
+    report = advisor.audit({"gpu": "V100", "gpus": 8}, "llama-2-7b", layout,
+                           {"seq_len": 2048, "precision": "bf16", "flash_attention": True})
     assert "layout.bf16-needs-bf16-tensor-cores" in {f.rule_id for f in report.errors}
     assert "layout.flash-attention-needs-sm80" in {f.rule_id for f in report.warnings}
     fp16 = advisor.audit({"gpu": "V100", "gpus": 8}, "llama-2-7b", layout,
@@ -162,6 +163,42 @@ def test_the_planner_never_recommends_bf16_on_volta(capsys):
                                                                                     for e in rec.trace.events)
     code, out, err = run(capsys, "recommend", "--model", "llama-2-7b", "--gpu", "V100", "--gpus", "8", "--json")
     assert code == 0 and json.loads(out)["training"]["precision"] == "fp16" and "no BF16 tensor cores" in err
+
+
+def test_what_the_gpu_decides_when_unstated_is_the_same_on_the_api_and_the_cli(capsys):
+    """An unstated precision and FlashAttention follow the GPU (inputs.specs.part_defaults): fp16 and the
+    unfused attention on a V100, with a note in the trace and on stderr; a recommendation then carries
+    neither the bf16 error nor the FlashAttention warning of its own defaults. What is stated stays."""
+    import advisor
+
+    rec = advisor.recommend({"gpu": "V100-32GB", "gpus": 16}, "llama-2-7b")
+    assert rec.status == "recommended"
+    assert (rec.training.precision, rec.training.flash_attention) == ("fp16", False)
+    assert not {"layout.bf16-needs-bf16-tensor-cores", "layout.flash-attention-needs-sm80"} & \
+        {f.rule_id for f in rec.findings}
+    inputs = [e.message for e in rec.trace.events if e.op == "input"]
+    assert any("training.precision not given: fp16" in m for m in inputs)
+    assert any("training.flash_attention not given: off" in m for m in inputs)
+    stated = advisor.recommend({"gpu": "V100-32GB", "gpus": 16}, "llama-2-7b", {"flash_attention": True})
+    assert stated.training.flash_attention is True
+    assert "layout.flash-attention-needs-sm80" in {f.rule_id for f in stated.findings}
+    h100 = advisor.recommend({"gpu": "H100", "gpus": 16}, "llama-2-7b")
+    assert (h100.training.precision, h100.training.flash_attention) == ("bf16", True)
+    assert not any("not given: fp16" in e.message or "flash_attention not given" in e.message
+                   for e in h100.trace.events)
+    code, out, err = run(capsys, "recommend", "--model", "llama-2-7b", "--gpu", "V100-32GB", "--gpus", "16", "--json")
+    assert code == 0 and json.loads(out)["layout"]["id"] == rec.layout.id
+    assert "training.flash_attention not given: off" in err
+    code, out, err = run(capsys, "recommend", "--model", "llama-2-7b", "--gpu", "V100-32GB", "--gpus", "16",
+                         "--precision", "fp16", "--no-flash-attention", "--json")
+    assert code == 0 and "not given" not in err and json.loads(out)["layout"]["id"] == rec.layout.id
+
+
+def test_capacity_on_volta_runs_fp16_without_being_told():
+    import advisor
+
+    plan = advisor.capacity("llama-3-8b", tokens="1B", gpu="V100-32GB", gpus=[16], workers=1)
+    assert plan.options and plan.options[0].recommendation.training.precision == "fp16"
 
 
 def test_gpu_flags_are_dumped_only_where_false_and_read_back():

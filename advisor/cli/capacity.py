@@ -13,7 +13,9 @@ def _capacity_inputs(args) -> dict:
     from ..inputs.specs import Model
 
     model = Model.from_hf_config(args.hf_config) if args.hf_config else Model.preset(args.model)
-    training = {"precision": args.precision, "cuda_graphs": args.cuda_graphs, **_finetune_fields(args)}
+    training = {"cuda_graphs": args.cuda_graphs, **_finetune_fields(args)}
+    if args.precision is not None:     # unstated: each GPU type decides (inputs.specs.part_defaults)
+        training["precision"] = args.precision
     for key, value in (("seq_len", args.seq_len), ("global_batch_size", args.global_batch),
                        ("framework", args.framework),
                        ("framework_version", args.framework and args.framework_version)):

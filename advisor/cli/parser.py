@@ -347,7 +347,8 @@ def _capacity_parser(c: argparse.ArgumentParser) -> None:
     c.add_argument("--global-batch", metavar="N", help="sequences per step (512), or tokens with a suffix (4M); "
                                                        "given, it stays fixed at every count (default: about 4M "
                                                        "tokens, growing with the count)")
-    c.add_argument("--precision", choices=list(RECIPES), default="bf16", help="GEMM precision recipe")
+    c.add_argument("--precision", choices=list(RECIPES),
+                   help="GEMM precision recipe (default: bf16, fp16 on a GPU without BF16 tensor cores)")
     c.add_argument("--cuda-graphs", action="store_true", help="the step replays CUDA graphs")
     _finetune_args(c)
     _stack_args(c)

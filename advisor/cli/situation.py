@@ -39,8 +39,11 @@ def _situation(args):
             cluster[key] = getattr(args, key)
     if args.profile:
         cluster["profile"] = args.profile
-    training = {"precision": args.precision, "flash_attention": not args.no_flash_attention,
-                "cuda_graphs": args.cuda_graphs, **_finetune_fields(args)}
+    training = {"cuda_graphs": args.cuda_graphs, **_finetune_fields(args)}
+    if args.precision is not None:     # unstated: the GPU decides (inputs.specs.part_defaults)
+        training["precision"] = args.precision
+    if args.no_flash_attention:
+        training["flash_attention"] = False
     if args.packed_sample_tokens is not None:
         training["packed_sample_tokens"] = args.packed_sample_tokens
     for key, value in (("seq_len", args.seq_len), ("global_batch_size", args.global_batch),
@@ -53,20 +56,20 @@ def _situation(args):
             training["framework_version"] = args.framework_version
     model = Model.from_hf_config(args.hf_config) if args.hf_config else Model.preset(args.model)
     cluster = Cluster(**cluster)
-    if training["precision"] is None:
-        training["precision"] = _default_precision(cluster.gpu)
     if "global_batch_size" in training:
         training["global_batch_size"] = _global_batch(training["global_batch_size"], model, training)
-    return cluster, model, Training(**training)
+    training = Training(**training)
+    _say_part_defaults(cluster.gpu, training)
+    return cluster, model, training
 
 
-def _default_precision(gpu) -> str:
-    """bf16, or fp16 on a GPU without BF16 tensor cores (GPU.bf16: the V100), said on stderr: the rules
-    refuse bf16 there (layout.bf16-needs-bf16-tensor-cores)."""
-    if gpu.bf16:
-        return "bf16"
-    _say(f"advisor: note: precision fp16: {gpu.name} has no BF16 tensor cores (--precision to choose)")
-    return "fp16"
+def _say_part_defaults(gpu, training) -> None:
+    """Say on stderr what the GPU decides for the training fields the command line left out (fp16 on a
+    GPU without BF16 tensor cores, no FlashAttention on Volta): the same notes the trace records."""
+    from ..inputs.specs import part_defaults
+
+    for note in part_defaults(gpu, training)[1]:
+        _say(f"advisor: note: {note}")
 
 
 def _global_batch(text: str, model, training: dict) -> int | str:

@@ -26,7 +26,7 @@ from .text import Label, SourceText
 from .fields import Bytes, ByteRate, DeviceBytes, FlopRate, Tokens, _Frozen
 from .model_spec import MLA, Model
 
-__all__ = ["GPU", "Cluster", "MLA", "Model", "Training", "Precision", "resolve_training"]
+__all__ = ["GPU", "Cluster", "MLA", "Model", "Training", "Precision", "resolve_training", "part_defaults"]
 
 
 # PCIe 4.0 x16, both directions (16 GT/s x 16 lanes, 128b/130b: 31.5 GB/s each way), as the L40S,
@@ -315,12 +315,15 @@ def _model_notes(model: Model) -> list[str]:
     return notes
 
 
-def resolve_training(model: Model, training: Training | None, gpus: int | None = None) -> tuple[Training, list[str]]:
+def resolve_training(model: Model, training: Training | None, cluster: Cluster | None = None
+                     ) -> tuple[Training, list[str]]:
     """Fill seq_len and global_batch_size when omitted; returns the notes saying what was assumed. With
-    `gpus`, a pretraining batch is chosen for that count (inputs.batch); without, it is 4M tokens."""
+    the `cluster`, a pretraining batch is chosen for its GPU count (inputs.batch), otherwise it is 4M
+    tokens, and its GPU decides the precision and FlashAttention when omitted (part_defaults)."""
     training = training or Training()
-    notes: list[str] = _model_notes(model)
-    updates: dict[str, Any] = {}
+    updates, part_notes = part_defaults(cluster.gpu, training) if cluster is not None else ({}, [])
+    notes: list[str] = _model_notes(model) + part_notes
+    gpus = cluster.gpus if cluster is not None else None
     tuning = training.task != "pretrain"
     if training.seq_len is None and tuning:
         seq = min(model.seq_len or FINETUNE_SEQ_LEN, FINETUNE_SEQ_LEN)
@@ -349,6 +352,25 @@ def resolve_training(model: Model, training: Training | None, gpus: int | None =
         updates["global_batch_size"], note = _pretraining_batch(seq, gpus)
         notes.append(note)
     return (training.model_copy(update=updates) if updates else training), notes
+
+
+def part_defaults(gpu: GPU, training: Training) -> tuple[dict[str, Any], list[str]]:
+    """(the fields to set, the notes) for what the GPU decides when `training` leaves it out: fp16 on a
+    part without BF16 tensor cores (GPU.bf16 False: Volta, Turing; the audit refuses bf16 there,
+    layout.bf16-needs-bf16-tensor-cores) and the unfused attention where FlashAttention does not run
+    (GPU.flash_attention False: Volta; layout.flash-attention-needs-sm80). A stated value stays as
+    stated, and the audit judges it."""
+    updates: dict[str, Any] = {}
+    notes: list[str] = []
+    given = training.model_fields_set
+    if "precision" not in given and not gpu.bf16:
+        updates["precision"] = "fp16"
+        notes.append(f"training.precision not given: fp16, as {gpu.name} has no BF16 tensor cores")
+    if "flash_attention" not in given and not gpu.flash_attention:
+        updates["flash_attention"] = False
+        notes.append(f"training.flash_attention not given: off, as FlashAttention does not run on {gpu.name} "
+                     "(it needs Turing or Ampere and newer): attention is timed and stored unfused")
+    return updates, notes
 
 
 def _pretraining_batch(seq: int, gpus: int | None) -> tuple[int, str]:

@@ -59,7 +59,7 @@ def per_gpu_figures(est, cluster, precision: str) -> str:
     gpus, gpu = cluster.gpus, cluster.gpu
     tflops = est.model_flops / est.step_time / gpus / 1e12 if est.step_time else 0.0
     text = (f"{est.tokens_per_second / gpus:,.0f} tokens/s and {tflops:,.0f} TFLOP/s per GPU; MFU {est.mfu:.1%} of "
-            f"the {gpu.peak_flops / 1e12:,.0f} TFLOP/s BF16 dense peak")
+            f"the {gpu.peak_flops / 1e12:,.0f} TFLOP/s {'BF16' if gpu.bf16 else 'FP16'} dense peak")
     gemm = recipe(precision).gemm
     peak = {"fp8": gpu.peak_flops_fp8, "fp4": gpu.peak_flops_fp4}.get(gemm)
     if peak:
