@@ -97,7 +97,9 @@ def evaluate(rec, mode: str) -> dict:
                    and book.rules[f.rule_id].spec.tier == "advice"
                    and not any(m.startswith(f"the audit's advice {f.rule_id} stands") for m in notes)]
     return dict(id=rec.id, source=_source(rec.id), pub=pub, got=got, rank=rank, rel=rel, fits=fits, n=len(shapes),
-                stack=training.framework, era=bool(rules), audit_errors=audit_errors, unexplained=unexplained)
+                stack=training.framework, era=bool(rules), audit_errors=audit_errors, unexplained=unexplained,
+                pub_id=rec.layout.id, got_id=result.layout.id if result.layout else None,
+                got_step=result.estimates.step_time if result.estimates else None)
 
 
 def summary(rows: list[dict], title: str) -> None:
