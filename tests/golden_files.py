@@ -17,7 +17,6 @@ Volatile fields, the only ones dropped (see VOLATILE): the package version, and 
 revision (a hash of every rule file, so it changes with any rule edit, even one that changes no
 answer here). Everything else a result holds is kept.
 
-`recommend_with_ranking` (advisor.api) is the one name used here that `advisor` does not export.
 """
 
 from __future__ import annotations
@@ -27,9 +26,6 @@ import json
 import math
 from pathlib import Path
 from typing import Any
-
-from advisor import Assumptions
-from advisor.api import recommend_with_ranking
 
 GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
 

@@ -16,12 +16,11 @@ once (`size`) and builds its Estimate from that sizing (`estimate_of`). Two kind
 from __future__ import annotations
 
 import pytest
-from threads import run_in_threads  # tests/ is on sys.path (rootdir conftest)
 
-from advisor import Cluster, Layout, Model, Training, estimate
+from advisor import Assumptions, Cluster, Layout, Model, Training, estimate
 from advisor.costmodel import memory_only
 from advisor.costmodel.sizing import estimate_of, size, step_time_of
-from golden_files import Assumptions, check, estimate_data
+from golden_files import check, estimate_data
 from threads import run_in_threads  # tests/ is on sys.path (rootdir conftest)
 
 # (id, cluster kwargs, model preset, layout kwargs, training kwargs, assumptions kwargs or None)

@@ -292,7 +292,7 @@ def test_python_engine_is_thread_safe():
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from advisor.rulebook.engines.python import compile_condition, evaluate
+from advisor.rulebook.engines.python import compile_condition
 
 _VALUES = st.one_of(st.integers(-3, 3), st.booleans(), st.sampled_from(["a", "b"]), st.floats(-2, 2),
                     st.none())

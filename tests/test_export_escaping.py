@@ -14,11 +14,9 @@ import shutil
 import subprocess
 import tomllib
 
-import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-import advisor
 from advisor import export as ex
 from advisor.inputs.layout import Layout
 from advisor.inputs.specs import Cluster, Model, Training

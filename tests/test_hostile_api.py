@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
-from test_hostile_input import cluster_dicts, hostile, layout_dicts, model_dicts, training_dicts
+from test_hostile_input import hostile, layout_dicts, model_dicts
 
 import advisor
 from advisor import Assumptions

@@ -18,7 +18,6 @@ import pytest
 
 import advisor
 from advisor import docgen
-from advisor.auditor import audit as run_audit  # `advisor.audit` may be the submodule once imported
 from advisor.rulebook.load import load_rulebook
 
 ROOT = Path(__file__).resolve().parent.parent

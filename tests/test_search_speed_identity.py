@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import pytest
 
-from advisor import Cluster, Layout, Model, Training
+from advisor import Assumptions, Cluster, Layout, Model, Training
+from advisor.api import recommend_with_ranking
 from advisor.costmodel.sizing import resize, size, step_time_of
-from golden_files import Assumptions, check_all, ranking_rows, recommend_with_ranking, recommendation_data
+from golden_files import check_all, ranking_rows, recommendation_data
 from threads import run_in_threads  # tests/ is on sys.path (rootdir conftest)
 
 # (id, cluster kwargs, model preset, training kwargs or None, assumptions kwargs or None)

@@ -6,9 +6,12 @@ windows). `r` is hf._Reader: the config, its model_type and where it was read fr
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
+
+if TYPE_CHECKING:     # (hf imports this module: the reader's class is named for the annotations only)
+    from .hf import _Reader
 
 
 @dataclass(frozen=True)

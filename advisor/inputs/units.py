@@ -16,7 +16,7 @@ from importlib import resources
 from ..errors import InputError
 
 __all__ = [
-    "UREG",
+    "UREG",     # noqa: F822 (module __getattr__ builds the pint registry on first use)
     "to_bytes",
     "to_device_memory",
     "device_memory_reading",
