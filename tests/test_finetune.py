@@ -213,3 +213,47 @@ def test_packed_sample_tokens_is_checked_by_field():
     with pytest.raises(Exception) as err:
         advisor.Training(packed_sample_tokens=0)
     assert "packed_sample_tokens" in str(err.value)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(["pretrain", "sft", "lora", "qlora"]), st.sampled_from(["llama-3-8b", "mixtral-8x7b"]),
+       st.sampled_from([1, 2, 8]), st.sampled_from(["none", "full"]))
+def test_parameter_offload_moves_the_weights_it_holds_and_no_term_goes_negative(task, model, dp, recompute):
+    """ZeRO-3 parameter offload moves the rank's weight shards to the host, as they are stored (the NF4 base
+    under QLoRA): the GPU's weights plus what it moves equal the weights kept without it, and no memory
+    term is negative (QLoRA once moved the base at 16-bit width: -47 GiB of weights on two RTX 4090s)."""
+    cluster = Cluster(gpu="H100", gpus=dp)
+    training = Training(task=task, seq_len=2048, global_batch_size=16)
+    mem = {off: estimate(cluster, model, Layout(framework="deepspeed", dp=dp, zero_stage=3, offload=off,
+                                                recompute=recompute), training).memory
+           for off in ("optimizer", "optimizer+params")}
+    kept, moved = mem["optimizer"], mem["optimizer+params"]
+    for m in (kept, moved):
+        assert min(m.weights, m.gradients, m.optimizer, m.activations, m.buffers, m.offloaded_to_host) >= 0.0
+    assert moved.weights + (moved.offloaded_to_host - kept.offloaded_to_host) == pytest.approx(kept.weights, rel=1e-9)
+
+
+def test_a_single_gpu_job_the_rules_zero_stages_cannot_hold_gets_zero3_offload():
+    """QLoRA of a 70B model on one 48 GiB GPU: the rules choose no sharding (the NF4 base fits the GPU), but
+    with its activations nothing fits at that stage, and one GPU has no model parallelism to widen to. The
+    planner then tries the ZeRO stages beyond the rules' choice, with offload, and says so (it answered
+    "infeasible" while ZeRO-3 with parameter offload fits in 43 GiB)."""
+    rec = advisor.recommend(Cluster(gpu="L40S", gpus=1), LLAMA70B, {"task": "qlora"})
+    assert rec.status == "recommended"
+    assert (rec.layout.zero_stage, rec.layout.offload) == (3, "optimizer+params")
+    assert rec.estimates.memory.fits and not [f for f in rec.findings if f.severity == "error"]
+    notes = [e.message for e in rec.trace.events if e.op == "note"]
+    assert any(m.startswith("no layout fits with ZeRO stages 0 (the rules' choice) or with model parallelism") for m in notes)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.sampled_from(["L40S", "A100-40GB", "RTX-4090", "H100"]), st.sampled_from(["llama-3-8b", "llama-3-70b"]),
+       st.sampled_from(["sft", "lora", "qlora"]))
+def test_one_gpu_is_never_infeasible_when_zero3_with_offload_fits(gpu, model, task):
+    cluster = Cluster(gpu=gpu, gpus=1)
+    rec = advisor.recommend(cluster, model, {"task": task})
+    training = rec.training
+    offloaded = estimate(cluster, model, Layout(framework="deepspeed", zero_stage=3, offload="optimizer+params",
+                                                recompute="full"), training).memory
+    if offloaded.fits and offloaded.host_fits:
+        assert rec.status == "recommended", (gpu, model, task)

@@ -195,19 +195,13 @@ def stage_states(c: Ctx, A, k: int, inv: tuple) -> tuple:
         w_exp = expert * w_e
     g_bytes = tr_dense * g_d + tr_expert * g_e
     o_bytes = tr_dense * o_d + tr_expert * o_e
-    # Transformer Engine's cached quantised weights: per copy, the element and its scales (inputs.precision)
-    fp8_copy = 0.0
-    if c.lowp_bytes:
-        quantised = A.fp8_weight_copy_bytes * c.lowp_bytes * c.weight_copies   # bytes per linear parameter
-        if fp8_params(c, A):
-            # the weight is the quantised tensor: its 16-bit bytes are replaced, shard by shard
-            w_lin = (linear - expert) * w_d + expert * w_e
-            w_dense -= (linear - expert) * w_d
-            w_exp -= expert * w_e
-            fp8_copy = w_lin * quantised / 2.0
-        elif not gathers_per_layer(c):
-            fp8_copy = linear * quantised   # TE caches the cast of each (replicated) weight
-        # sharded weights are cast as each layer is gathered: transient, in the gather buffer below
+    # the weight bytes ZeRO-3 shards, which parameter offload moves: all but the trained weights' replicated
+    # part (w_d - w_s/nd); under LoRA / QLoRA the frozen base as stored (NF4 under QLoRA) and the adapters
+    sharded = w_dense + w_exp - tr_dense * (w_d - w_s / nd) - tr_expert * (w_e - w_s / ne)
+    quantised = _quantised_weights(c, A, linear, expert, per_param)
+    w_dense -= quantised.dense_replaced
+    w_exp -= quantised.expert_replaced
+    fp8_copy = quantised.copies
     weights = w_dense + w_exp + fp8_copy
 
     host = 0.0
@@ -221,9 +215,8 @@ def stage_states(c: Ctx, A, k: int, inv: tuple) -> tuple:
             g_bytes -= g_shard
         o_bytes = 0.0
         if c.offload == "optimizer+params":
-            w_shard = dense * w_s / nd + expert * w_s / ne
-            moved += w_shard
-            weights -= w_shard
+            moved += sharded
+            weights -= sharded
         host = moved
     host_b, nvme_b = (host, 0.0) if c.offload_device == "cpu" else (0.0, host)
 
@@ -235,6 +228,31 @@ def stage_states(c: Ctx, A, k: int, inv: tuple) -> tuple:
         bucket = 2.0 * min(A.deepspeed_bucket_elements, tr_dense + tr_expert)
     return (weights, g_bytes, o_bytes, host_b, nvme_b, w_dense, w_exp, fp8_copy, zero3_live, fsdp, bucket,
             dense, expert)
+
+
+class Quantised(NamedTuple):
+    """Transformer Engine's quantised weights on a rank (bytes): the 16-bit dense and expert weight bytes
+    they replace (FP8 parameters) and the quantised copies kept beside or instead of them."""
+    dense_replaced: float
+    expert_replaced: float
+    copies: float
+
+
+def _quantised_weights(c: Ctx, A, linear: float, expert: float, per_param: tuple) -> Quantised:
+    """Per copy, the element and its scales (inputs.precision), for the rank's `linear` parameters, of
+    which `expert` are experts'."""
+    if not c.lowp_bytes:
+        return Quantised(0.0, 0.0, 0.0)
+    w_d, w_e = per_param[:2]
+    quantised = A.fp8_weight_copy_bytes * c.lowp_bytes * c.weight_copies   # bytes per linear parameter
+    if fp8_params(c, A):
+        # the weight is the quantised tensor: its 16-bit bytes are replaced, shard by shard
+        dense_b, expert_b = (linear - expert) * w_d, expert * w_e
+        return Quantised(dense_b, expert_b, (dense_b + expert_b) * quantised / 2.0)
+    if not gathers_per_layer(c):
+        return Quantised(0.0, 0.0, linear * quantised)   # TE caches the cast of each (replicated) weight
+    # sharded weights are cast as each layer is gathered: transient, in the gather buffer (_fsdp_bytes)
+    return Quantised(0.0, 0.0, 0.0)
 
 
 def _stage_params(c: Ctx, k: int, inv: tuple) -> tuple[float, float, float]:

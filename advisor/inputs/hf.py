@@ -83,7 +83,7 @@ from .bounds import MAX_LAYERS
 from .hf_families import (
     _ATTENTION_MLP_BIAS, _FAMILIES, _NO_MLP_BIAS, _NOT_YET, _TEXT_CONFIG, SUPPORTED_MODEL_TYPES, _attention_window,
     _deepseek, _falcon_h1, _falcon_kv_heads, _glm4_moe, _llama4, _nemotron_h, _positive, _qwen3_moe, _qwen3_next,
-    _where,
+    _Reader, _where,
 )
 
 __all__ = ["model_fields_from_hf_config", "HFModelFields", "SUPPORTED_MODEL_TYPES"]
@@ -185,7 +185,7 @@ def _language_model(cfg: Mapping[str, Any], where: str | None) -> tuple[Mapping[
     return cfg, model_type
 
 
-def _common_fields(r: "_Reader", fam, name: str | None) -> dict[str, Any]:
+def _common_fields(r: _Reader, fam, name: str | None) -> dict[str, Any]:
     """The fields every family has: the shape, the family's defaults, the context and the source."""
     layers = r.required(_LAYERS, most=MAX_LAYERS)      # before _qwen3_moe lists the layers
     hidden = r.required(_HIDDEN)
@@ -211,7 +211,7 @@ def _common_fields(r: "_Reader", fam, name: str | None) -> dict[str, Any]:
     )
 
 
-def _bias_fields(r: "_Reader", kwargs: dict[str, Any]) -> None:
+def _bias_fields(r: _Reader, kwargs: dict[str, Any]) -> None:
     """The biases a family's config states in keys of its own."""
     if r.model_type in _ATTENTION_MLP_BIAS:
         # LlamaConfig (and SmolLM3Config, NemotronConfig, GemmaConfig, Qwen3Config, Qwen3MoeConfig):
@@ -229,7 +229,7 @@ def _bias_fields(r: "_Reader", kwargs: dict[str, Any]) -> None:
         kwargs["bias"] = r.flag("use_bias", True)
 
 
-def _family_fields(r: "_Reader", kwargs: dict[str, Any], moe: str | None) -> None:
+def _family_fields(r: _Reader, kwargs: dict[str, Any], moe: str | None) -> None:
     """The experts and layer patterns of the families that have them (advisor.inputs.hf_families)."""
     layers = kwargs["layers"]
     if moe == "mixtral":
@@ -311,7 +311,7 @@ modeling_rope_utils.ROPE_INIT_FUNCTIONS names them); which framework can express
 (megatron.rope-scaling-kind), not the reader's."""
 
 
-def _rope(r: "_Reader") -> dict[str, Any]:
+def _rope(r: _Reader) -> dict[str, Any]:
     """rope_theta, partial_rotary_factor and rope_scaling: the RoPE base, the share of each head it
     rotates (Qwen3-Next 0.25, Phi-4-mini 0.75) and the frequency scaling the launch configs write."""
     out: dict[str, Any] = {}
@@ -361,7 +361,7 @@ def _rope_scaling(cfg: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return _rope_parameters(cfg) or None
 
 
-def _pretraining_context(cfg: Mapping[str, Any], max_position: int | None, r: "_Reader") -> int | None:
+def _pretraining_context(cfg: Mapping[str, Any], max_position: int | None, r: _Reader) -> int | None:
     """The context the model was pretrained at: RoPE scaling's original length when the config
     extends it (Llama 3.1: 8192 of 131072; DeepSeek-V3: 4096 of 163840), else max_position."""
     scaling = _rope_scaling(cfg)
@@ -396,53 +396,6 @@ def _name_from_path(where: str | None) -> str | None:
         return None
     path = Path(where)
     return path.parent.name if path.name == "config.json" and path.parent.name else path.stem
-
-
-class _Reader:
-    """Typed look-ups in the config dict that fail with the key's name and the model_type."""
-
-    def __init__(self, cfg: Mapping[str, Any], model_type: str, where: str | None):
-        self.cfg, self.model_type, self.where = cfg, model_type, where
-
-    def missing(self, keys: tuple[str, ...]) -> None:
-        notes = [f"also accepted: {', '.join(keys[1:])}"] if len(keys) > 1 else []
-        if self.where:
-            notes.append(f"read from {self.where}")
-        hint = "; ".join(notes) or None
-        raise InputError(f"hf_config.{keys[0]}", None,
-                         f"a positive integer (the key is missing for model_type '{self.model_type}')", hint)
-
-    def value(self, key: str, v: Any, allow_zero: bool = False, most: int | None = None) -> int:
-        """`v` as an int; `most`: its upper bound, checked here when work before advisor.Model's own
-        bound check grows with the value (a loop over the layers)."""
-        ok = isinstance(v, int) and not isinstance(v, bool) and (v > 0 or (allow_zero and v == 0))
-        if not ok:
-            want = "a non-negative integer" if allow_zero else "a positive integer"
-            raise InputError(f"hf_config.{key}", v, f"{want} (model_type '{self.model_type}')", _where(self.where))
-        if most is not None and v > most:
-            raise InputError(f"hf_config.{key}", v, f"at most {most:,} (model_type '{self.model_type}')",
-                             _where(self.where))
-        return v
-
-    def optional(self, keys: tuple[str, ...], allow_zero: bool = False, most: int | None = None) -> int | None:
-        for k in keys:
-            if self.cfg.get(k) is not None:
-                return self.value(k, self.cfg[k], allow_zero, most)
-        return None
-
-    def required(self, keys: tuple[str, ...], allow_zero: bool = False, most: int | None = None) -> int:
-        v = self.optional(keys, allow_zero, most)
-        if v is None:
-            self.missing(keys)
-        return v  # type: ignore[return-value]
-
-    def flag(self, key: str, default: bool) -> bool:
-        v = self.cfg.get(key)
-        if v is None:
-            return default
-        if not isinstance(v, bool):
-            raise InputError(f"hf_config.{key}", v, f"true or false (model_type '{self.model_type}')", _where(self.where))
-        return v
 
 
 # A Hugging Face config.json is a few KiB; anything far larger is not one.

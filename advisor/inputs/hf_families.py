@@ -1,17 +1,15 @@
 """The architecture families a Hugging Face config.json is read by (advisor.inputs.hf): each
 model_type's defaults (activation, norm, biases, position embedding, tied embeddings) and the readers
 of the keys only some families have (MoE layouts, hybrid Mamba / linear-attention patterns, attention
-windows). `r` is hf._Reader: the config, its model_type and where it was read from."""
+windows). `r` is a _Reader (below): the config, its model_type and where it was read from."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import InputError
-
-if TYPE_CHECKING:     # (hf imports this module: the reader's class is named for the annotations only)
-    from .hf import _Reader
 
 
 @dataclass(frozen=True)
@@ -157,7 +155,7 @@ _NEMOTRON_H_KINDS = {"linear_attention": "M", "mamba": "M", "full_attention": "*
                      "mlp": "-", "moe": "E"}
 
 
-def _nemotron_h(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
+def _nemotron_h(r: _Reader, kwargs: dict[str, Any], layers: int) -> None:
     """The hybrid pattern, the Mamba-2 mixer's sizes and, with "E" layers, the MoE (NemotronHConfig)."""
     pattern = r.cfg.get("hybrid_override_pattern")
     listed = r.cfg.get("layers_block_type")
@@ -205,7 +203,7 @@ def _nemotron_h(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
 _NEMOTRON_H_MTP = "*E"
 
 
-def _nemotron_h_mtp(r: "_Reader", kwargs: dict[str, Any], pattern: str) -> None:
+def _nemotron_h_mtp(r: _Reader, kwargs: dict[str, Any], pattern: str) -> None:
     """NemotronHConfig num_nextn_predict_layers MTP modules, each of mtp_layers_block_type (legacy:
     mtp_hybrid_override_pattern; default ['full_attention', 'moe']) blocks; Model.mtp_layers counts them."""
     n = r.optional(("num_nextn_predict_layers",), allow_zero=True) or 0
@@ -223,7 +221,7 @@ def _nemotron_h_mtp(r: "_Reader", kwargs: dict[str, Any], pattern: str) -> None:
     kwargs["mtp_layers"] = n
 
 
-def _qwen3_next(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
+def _qwen3_next(r: _Reader, kwargs: dict[str, Any], layers: int) -> None:
     """Qwen3NextConfig: layer_types (else "full_attention" on every full_attention_interval-th layer,
     default 4) picks each layer's mixer, Gated DeltaNet ("G") or gated attention ("*"); the MLP is
     Qwen3-MoE's choice (mlp_only_layers, decoder_sparse_step): an MoE block ("E") of num_experts experts
@@ -262,7 +260,7 @@ def _qwen3_next(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
         kwargs["shared_expert_gate"] = shared > 0
 
 
-def _moe_sizes(r: "_Reader", kwargs: dict[str, Any], experts: int, shared_key: str) -> int:
+def _moe_sizes(r: _Reader, kwargs: dict[str, Any], experts: int, shared_key: str) -> int:
     """The MoE sizes hybrid configs share (moe_intermediate_size per expert, num_experts_per_tok, the
     shared experts' width under `shared_key`, a multiple of one expert); returns that width."""
     expert = r.required(("moe_intermediate_size",))
@@ -277,7 +275,7 @@ def _moe_sizes(r: "_Reader", kwargs: dict[str, Any], experts: int, shared_key: s
     return shared
 
 
-def _falcon_h1(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
+def _falcon_h1(r: _Reader, kwargs: dict[str, Any], layers: int) -> None:
     """FalconH1Config: the parallel mixer's Mamba-2 sizes (mamba_d_ssm, else mamba_expand x hidden, =
     mamba_n_heads x mamba_d_head; mamba_n_groups, mamba_d_state, mamba_d_conv, mamba_chunk_size) and
     the flags whose tensors advisor counts the Nemotron-H way (conv1d bias, no in_proj / out_proj bias;
@@ -311,7 +309,7 @@ def _falcon_h1(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
     kwargs["mamba_chunk"] = r.optional(("mamba_chunk_size",)) or 256
 
 
-def _attention_window(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
+def _attention_window(r: _Reader, kwargs: dict[str, Any], layers: int) -> None:
     """Model.sliding_window / attention_chunk / global_attention_every from the config: `layer_types`
     (transformers >= 4.53: "sliding_attention" / "full_attention" per layer; GPT-OSS, Gemma 2/3),
     else Gemma 3's `sliding_window_pattern`, Gemma 2's alternation, or one window on every layer
@@ -339,7 +337,7 @@ def _attention_window(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None
         kwargs["global_attention_every"] = 0
 
 
-def _every_from_types(r: "_Reader", types: Any, layers: int) -> int:
+def _every_from_types(r: _Reader, types: Any, layers: int) -> int:
     if not isinstance(types, list) or len(types) != layers or not all(
             t in ("sliding_attention", "full_attention") for t in types):
         raise InputError("hf_config.layer_types", types, f"{layers} entries of 'sliding_attention' or "
@@ -347,7 +345,7 @@ def _every_from_types(r: "_Reader", types: Any, layers: int) -> int:
     return _every_from_flags(r, [t == "full_attention" for t in types], layers, "layer_types", global_value=True)
 
 
-def _every_from_flags(r: "_Reader", flags: Any, layers: int, key: str, global_value: Any, default: int = 0) -> int:
+def _every_from_flags(r: _Reader, flags: Any, layers: int, key: str, global_value: Any, default: int = 0) -> int:
     """n such that exactly layers n-1, 2n-1, ... are global (flags[i] == global_value); 0: none is."""
     if flags is None:
         return default
@@ -364,7 +362,7 @@ def _every_from_flags(r: "_Reader", flags: Any, layers: int, key: str, global_va
     return every
 
 
-def _falcon_kv_heads(r: "_Reader", heads: int) -> int:
+def _falcon_kv_heads(r: _Reader, heads: int) -> int:
     """FalconConfig: num_kv_heads with new_decoder_architecture, one shared key/value head with
     multi_query (Falcon-7B), else multi-head attention."""
     if r.flag("new_decoder_architecture", False):
@@ -378,7 +376,7 @@ def _falcon_kv_heads(r: "_Reader", heads: int) -> int:
 _LLAMA4_CHUNK, _LLAMA4_NOPE_EVERY = 8192, 4
 
 
-def _llama4_attention(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
+def _llama4_attention(r: _Reader, kwargs: dict[str, Any], layers: int) -> None:
     """Llama 4's chunked attention on its RoPE layers, global on the NoPE ones (iRoPE), as
     Llama4TextConfig.__post_init__ reads them: `no_rope_layers` (1: RoPE and chunked, 0: NoPE and
     global) when the list is non-empty, else every no_rope_layer_interval-th layer is NoPE; an empty
@@ -394,7 +392,7 @@ def _llama4_attention(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None
     kwargs["global_attention_every"] = _every_from_flags(r, flags, layers, "no_rope_layers", global_value=0)
 
 
-def _llama4(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
+def _llama4(r: _Reader, kwargs: dict[str, Any], layers: int) -> None:
     """Llama4TextConfig: experts of intermediate_size with one shared expert of the same size, on the
     layers `moe_layers` lists, by default interleave_moe_layer_step - 1, 2 * step - 1, ...
     (configuration_llama4.py __post_init__); the other layers' MLP is intermediate_size_mlp wide."""
@@ -412,7 +410,7 @@ def _llama4(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
     kwargs["moe_layer_freq"] = freq
 
 
-def _every_nth(r: "_Reader", key: str, indices: Any, layers: int) -> tuple[int, int]:
+def _every_nth(r: _Reader, key: str, indices: Any, layers: int) -> tuple[int, int]:
     """(first, n) of a layer list that is `first`, then every n-th layer to the end: the MoE layers
     advisor.Model describes (dense_layers, moe_layer_freq)."""
     if not isinstance(indices, list) or not indices or not all(
@@ -427,7 +425,7 @@ def _every_nth(r: "_Reader", key: str, indices: Any, layers: int) -> tuple[int, 
     return first, freq
 
 
-def _deepseek(r: "_Reader", kwargs: dict[str, Any]) -> None:
+def _deepseek(r: _Reader, kwargs: dict[str, Any]) -> None:
     """MLA and DeepSeekMoE keys (deepseek-ai/DeepSeek-V3 config.json; DeepseekV3Config), and DeepSeek
     Sparse Attention's indexer (DeepSeek-V3.2's index_n_heads, index_head_dim, index_topk)."""
     kwargs["mla"] = dict(      # pydantic builds the MLA
@@ -444,7 +442,7 @@ def _deepseek(r: "_Reader", kwargs: dict[str, Any]) -> None:
     _deepseek_moe(r, kwargs)
 
 
-def _glm4_moe(r: "_Reader", kwargs: dict[str, Any]) -> None:
+def _glm4_moe(r: _Reader, kwargs: dict[str, Any]) -> None:
     """Glm4MoeConfig (zai-org/GLM-4.5, GLM-4.6): GQA attention with a bias on q, k and v only
     (attention_bias; Glm4MoeAttention's o_proj has none), QK-norm when use_qk_norm, RoPE on
     partial_rotary_factor of each head, then DeepSeekMoE's keys: n_routed_experts of
@@ -456,7 +454,7 @@ def _glm4_moe(r: "_Reader", kwargs: dict[str, Any]) -> None:
     _deepseek_moe(r, kwargs, router=("sigmoid", True))
 
 
-def _deepseek_moe(r: "_Reader", kwargs: dict[str, Any], router: tuple[str, bool] | None = None) -> None:
+def _deepseek_moe(r: _Reader, kwargs: dict[str, Any], router: tuple[str, bool] | None = None) -> None:
     """DeepSeekMoE's keys (DeepseekV3Config, shared by Glm4MoeConfig and Kimi-K2's config): routed and
     shared experts, the leading dense layers, MTP modules, the router. `router`: (score function, expert
     bias) when the family fixes them instead of scoring_func / topk_method (GLM-4.5)."""
@@ -491,7 +489,7 @@ def _deepseek_moe(r: "_Reader", kwargs: dict[str, Any], router: tuple[str, bool]
         kwargs["router_group_topk"] = r.optional(("topk_group",))
 
 
-def _qwen3_moe(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
+def _qwen3_moe(r: _Reader, kwargs: dict[str, Any], layers: int) -> None:
     """Qwen3MoeConfig keys (Qwen/Qwen3-235B-A22B, Qwen/Qwen3-30B-A3B config.json)."""
     experts = r.required(("num_experts",), allow_zero=True)
     step = r.optional(("decoder_sparse_step",)) or 1
@@ -524,7 +522,7 @@ def _qwen3_moe(r: "_Reader", kwargs: dict[str, Any], layers: int) -> None:
     kwargs["moe_layer_freq"] = freq
 
 
-def _positive(r: "_Reader", key: str, v: Any) -> float:
+def _positive(r: _Reader, key: str, v: Any) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0 or v != v:
         raise InputError(f"hf_config.{key}", v, f"a positive number (model_type '{r.model_type}')", _where(r.where))
     return float(v)
@@ -532,3 +530,50 @@ def _positive(r: "_Reader", key: str, v: Any) -> float:
 
 def _where(where: str | None) -> str | None:
     return f"read from {where}" if where else None
+
+
+class _Reader:
+    """Typed look-ups in the config dict that fail with the key's name and the model_type."""
+
+    def __init__(self, cfg: Mapping[str, Any], model_type: str, where: str | None):
+        self.cfg, self.model_type, self.where = cfg, model_type, where
+
+    def missing(self, keys: tuple[str, ...]) -> None:
+        notes = [f"also accepted: {', '.join(keys[1:])}"] if len(keys) > 1 else []
+        if self.where:
+            notes.append(f"read from {self.where}")
+        hint = "; ".join(notes) or None
+        raise InputError(f"hf_config.{keys[0]}", None,
+                         f"a positive integer (the key is missing for model_type '{self.model_type}')", hint)
+
+    def value(self, key: str, v: Any, allow_zero: bool = False, most: int | None = None) -> int:
+        """`v` as an int; `most`: its upper bound, checked here when work before advisor.Model's own
+        bound check grows with the value (a loop over the layers)."""
+        ok = isinstance(v, int) and not isinstance(v, bool) and (v > 0 or (allow_zero and v == 0))
+        if not ok:
+            want = "a non-negative integer" if allow_zero else "a positive integer"
+            raise InputError(f"hf_config.{key}", v, f"{want} (model_type '{self.model_type}')", _where(self.where))
+        if most is not None and v > most:
+            raise InputError(f"hf_config.{key}", v, f"at most {most:,} (model_type '{self.model_type}')",
+                             _where(self.where))
+        return v
+
+    def optional(self, keys: tuple[str, ...], allow_zero: bool = False, most: int | None = None) -> int | None:
+        for k in keys:
+            if self.cfg.get(k) is not None:
+                return self.value(k, self.cfg[k], allow_zero, most)
+        return None
+
+    def required(self, keys: tuple[str, ...], allow_zero: bool = False, most: int | None = None) -> int:
+        v = self.optional(keys, allow_zero, most)
+        if v is None:
+            self.missing(keys)
+        return v  # type: ignore[return-value]
+
+    def flag(self, key: str, default: bool) -> bool:
+        v = self.cfg.get(key)
+        if v is None:
+            return default
+        if not isinstance(v, bool):
+            raise InputError(f"hf_config.{key}", v, f"true or false (model_type '{self.model_type}')", _where(self.where))
+        return v

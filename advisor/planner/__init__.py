@@ -40,7 +40,8 @@ from ..rulebook.actions import Decisions
 from .alternatives import search_family
 from .candidates import Closest, PlanResult
 from .events import PlanEvent
-from .families import absorb, compare_other, family_framework, family_refused, narrow_framework, widen_to_megatron
+from .families import (absorb, beyond_rule_stages, compare_other, family_framework, family_refused, narrow_framework,
+                       widen_to_megatron)
 from .job import Family, Job, no_screening
 from .messages import need_and_capacity, needs, offload_basis, preference_set_aside
 
@@ -102,7 +103,8 @@ class Found(NamedTuple):
 
 def search_rules_family(job: Job, result: PlanResult, family: Family) -> tuple[PlanResult, Found]:
     """The rules' family; for zero-dp, with offload when nothing fits on the GPUs alone, then widened
-    to model parallelism; when the audit refused every layout that fits, another framework."""
+    to model parallelism, then with the ZeRO stages beyond the rules' choice; when the audit refused
+    every layout that fits, another framework."""
     outcome = search_family(job, family, result.logged)
     result = absorb(result, outcome)
     if outcome.chosen is None and family.strategy == "zero-dp":
@@ -116,6 +118,12 @@ def search_rules_family(job: Job, result: PlanResult, family: Family) -> tuple[P
         result, outcome = widen_to_megatron(job, result, closest)
         if outcome is not None:
             chosen, closest = outcome.pick, outcome.closest
+    if chosen is None and widened and result.blocked_by is None:
+        result, outcome = beyond_rule_stages(job, result, family)
+        if outcome is not None and outcome.chosen is not None:
+            chosen, closest = outcome.pick, outcome.closest
+            if chosen[0].offload != "none":
+                result = result.noted(offload_note(job, outcome.chosen))
     if chosen is None and result.blocked_by is not None:
         # one framework's audit rule refused every fitting layout: another framework, if none is stated
         searched = "model-parallel" if widened or family.strategy != "zero-dp" else "zero-dp"

@@ -85,6 +85,29 @@ def family_policy(family: str, framework: str, policy: Policy) -> Policy:
     return policy._replace(zero_stages=bounded((1, 2, 3), policy.decisions))
 
 
+def beyond_rule_stages(job: Job, result: PlanResult, family: Family) -> tuple[PlanResult, Outcome | None]:
+    """Nothing fits with the ZeRO stages the rules chose for the zero-dp family (e.g. ZeRO-1/2 where the model
+    states fit one GPU but its activations do not) nor with model parallelism: the stages beyond them that
+    the rules' bound leaves, with offload. ZeRO-3 shards the weights and can offload them to the host, the
+    one way left on a single GPU (DeepSpeed runtime/zero/offload_config.py: parameter offload needs stage
+    3). Returns the plan so far and that search's outcome (None: the rules allowed every stage already)."""
+    wider = bounded((1, 2, 3), job.decisions)
+    chose = family.policy.zero_stages
+    if chose is None or set(wider) <= set(chose):
+        return result, None
+    rule = job.decisions.zero_stages[1] if job.decisions.zero_stages else None
+    stated = ", ".join(map(str, sorted(chose)))
+    more = ", ".join(f"ZeRO-{s}" for s in wider if s not in chose)
+    result = result.noted(PlanEvent("note", f"no layout fits with ZeRO stages {stated} (the rules' choice) or with "
+                                            f"model parallelism: trying {more}, with offload", "zero-dp", rule_id=rule))
+    outcome = search_family(job, family._replace(policy=family.policy._replace(zero_stages=wider), allow_offload=True),
+                            result.logged)
+    result = absorb(result, outcome)
+    if outcome.chosen is not None:
+        result = replace(result, framework=family.framework)
+    return result, outcome
+
+
 class Narrowed(NamedTuple):
     """What narrow_framework found: the plan so far, the search's outcome (None: none found) and the
     family it searched."""
@@ -187,7 +210,9 @@ def widen_to_megatron(job: Job, result: PlanResult, closest: Closest | None) -> 
         refused_by = result.blocked_by[0]
         why = f"every fitting ZeRO layout is refused by rule {refused_by}"
     elif closest is not None:
-        why = f"no ZeRO stage or offload fits; closest {needs(closest)}"
+        chose = job.policy.zero_stages
+        which = f"with the rules' ZeRO stages ({', '.join(map(str, sorted(chose)))})" if chose else "with any ZeRO stage"
+        why = f"no layout {which} fits, even with offload; closest {needs(closest)}"
         have, want = need_and_capacity(closest.sized)
     else:               # nothing was sized: no shape, or no micro-batch that divides the batch
         why = (f"no ZeRO layout is legal: global batch {job.training.global_batch_size} vs micro-batch x "
