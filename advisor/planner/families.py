@@ -91,13 +91,15 @@ def beyond_rule_stages(job: Job, result: PlanResult, family: Family) -> tuple[Pl
     the rules' bound leaves, with offload. ZeRO-3 shards the weights and can offload them to the host, the
     one way left on a single GPU (DeepSpeed runtime/zero/offload_config.py: parameter offload needs stage
     3). Returns the plan so far and that search's outcome (None: the rules allowed every stage already)."""
-    wider = bounded((1, 2, 3), job.decisions)
     chose = family.policy.zero_stages
-    if chose is None or set(wider) <= set(chose):
+    # only the stages that shard more than the rules' choice can hold what it could not
+    more = tuple(s for s in bounded((1, 2, 3), job.decisions) if chose and s > max(chose))
+    if not more:
         return result, None
+    wider = tuple(sorted(set(chose) | set(more)))
     rule = job.decisions.zero_stages[1] if job.decisions.zero_stages else None
     stated = ", ".join(map(str, sorted(chose)))
-    more = ", ".join(f"ZeRO-{s}" for s in wider if s not in chose)
+    more = ", ".join(f"ZeRO-{s}" for s in more)
     result = result.noted(PlanEvent("note", f"no layout fits with ZeRO stages {stated} (the rules' choice) or with "
                                             f"model parallelism: trying {more}, with offload", "zero-dp", rule_id=rule))
     outcome = search_family(job, family._replace(policy=family.policy._replace(zero_stages=wider), allow_offload=True),
