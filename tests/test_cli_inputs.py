@@ -197,8 +197,9 @@ def test_what_the_gpu_decides_when_unstated_is_the_same_on_the_api_and_the_cli(c
 def test_capacity_on_volta_runs_fp16_without_being_told():
     import advisor
 
-    plan = advisor.capacity("llama-3-8b", tokens="1B", gpu="V100-32GB", gpus=[16], workers=1)
-    assert plan.options and plan.options[0].recommendation.training.precision == "fp16"
+    plan = advisor.capacity("llama-3-8b", tokens="1B", gpu=["V100-32GB", "H100"], gpus=[16], workers=1)
+    runs = {o.gpu: o.recommendation.training.precision for o in plan.options}
+    assert runs == {"V100-32GB": "fp16", "H100-SXM-80GB": "bf16"} and plan.precision == "bf16 (V100-32GB fp16)"
 
 
 def test_gpu_flags_are_dumped_only_where_false_and_read_back():

@@ -17,7 +17,7 @@ from ..costmodel.assumptions import as_assumptions
 from ..errors import InputError
 from ..inputs.batch import batch_for
 from ..inputs.coerce import as_model, as_training, coerce
-from ..inputs.specs import Cluster, Model, Training, resolve_training
+from ..inputs.specs import Cluster, Model, Training, part_defaults, resolve_training
 from ..results.recommendation import Recommendation
 from .bounds import bounds
 from .choose import fronts, meets, verdict
@@ -46,6 +46,7 @@ class _Run(NamedTuple):
     checkpoint_bytes: float
     scaling: Scaling
     prices: Prices | None
+    given: Training       # the job as stated (what each GPU type may still decide: part_defaults)
 
 
 class _Tried(NamedTuple):
@@ -90,6 +91,13 @@ def capacity(model: Any, *, tokens: Any, gpu: Any = "H100-SXM-80GB", gpus: Any =
     return _plan(model, resolved, run, goal, drafts, rejected, types, counted)
 
 
+def _precision_text(given: Training, resolved: Training, types: list[GpuType]) -> str:
+    """The plan's precision: the job's, and the GPU types that run another one because the job left it
+    to them (inputs.specs.part_defaults: fp16 on a part without BF16 tensor cores)."""
+    own = [f"{t.name} {p}" for t in types if (p := part_defaults(t.probe.gpu, given)[0].get("precision"))]
+    return resolved.precision + (f" ({', '.join(own)})" if own else "")
+
+
 def _as_scaling(value: Any) -> Scaling:
     if value is None:
         return Scaling()
@@ -104,7 +112,7 @@ def _run_setup(model: Model, given: Training, resolved: Training, tokens: int, s
     if most < seq:
         raise InputError("Scaling.max_batch_tokens", most, f"at least one sequence ({seq} tokens)")
     max_seqs = min(max(base, most // seq), _MAX_BATCH_SEQS)
-    return _Run(tokens, seq, base, max_seqs, checkpoint_bytes(model, resolved), scaling, prices)
+    return _Run(tokens, seq, base, max_seqs, checkpoint_bytes(model, resolved), scaling, prices, given)
 
 
 def _scenarios(types: list[GpuType], spec, run: _Run, given: Training):
@@ -195,7 +203,8 @@ def _plan(model: Model, resolved: Training, run: _Run, goal: Goal, drafts: list[
         pick = Pick(option=option, why=chosen.why, recommendation=option.recommendation)
     work = _work(options, run, resolved, types)
     return CapacityPlan(
-        model=model.name, params=model.params, precision=resolved.precision, deadline_days=goal.deadline_days,
+        model=model.name, params=model.params, precision=_precision_text(run.given, resolved, types),
+        deadline_days=goal.deadline_days,
         budget=goal.budget, budget_unit=goal.budget_unit if goal.budget is not None else None,
         currency=run.prices.currency if run.prices else None, prices_source=run.prices.source if run.prices else None,
         scaling=run.scaling, work=work, options=options, rejected=sorted(rejected, key=lambda r: (r.gpu, r.gpus)),

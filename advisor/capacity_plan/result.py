@@ -133,6 +133,8 @@ class CapacityPlan(_Frozen):
     model: str
     params: int
     precision: str
+    """The job's precision recipe, and in parentheses the GPU types that run another because the job left
+    it to them, e.g. "bf16 (V100-32GB fp16)": a part without BF16 tensor cores."""
     deadline_days: float | None
     budget: float | None
     """In `currency` (prices given) or GPU-hours."""
