@@ -161,3 +161,18 @@ def test_when_nothing_fits_the_first_screen_says_what_came_closest():
     assert code == 1 and "No layout fits: closest tp1-dp1-pp8-zero1-nmb512-rc:full needs" in flat
     assert "[stack.megatron-core-runs-megatron]" in flat and "every rejected layout" in flat
     assert "Recommendation:" not in flat and "Checklist:" not in flat
+
+
+def test_the_why_line_names_the_near_tie_preference_the_pick_follows():
+    """Mixtral on 64 H100: the strategy rule says "TP inside the node first", the MoE rule's "less TP"
+    stands over it among near-ties, and the pick has TP 1: the why line names both, so it does not
+    contradict the layout above it."""
+    import advisor
+    from advisor.results.brief import deciding_rule
+
+    rec = advisor.recommend({"gpu": "H100", "gpus": 64}, "mixtral-8x7b")
+    why = deciding_rule(rec)
+    assert rec.layout.tp == 1
+    assert why.index("[matrix.large-model-tp-pp]") < why.index("near-ties:") < why.index("[matrix.moe-expert-parallel]")
+    dense = advisor.recommend({"gpu": "H100", "gpus": 64}, "llama-3-70b")
+    assert "near-ties:" not in deciding_rule(dense)

@@ -113,13 +113,22 @@ def infeasible_reason(rec) -> str:
 
 
 def deciding_rule(rec) -> str | None:
-    """The rule whose framework or strategy choice stood, with its message; when the estimate moved the
-    choice to the other family, the planner's note saying so."""
+    """The rule whose framework or strategy choice stood, with its message, and the rule whose near-tie
+    preference stands over its own, if any; when the estimate moved the choice to the other family, the
+    planner's note saying so."""
     moved = rec.trace.notes("family_move")
     if moved:
         return moved[0].message
-    chooser = deciding_event(rec.trace)
-    return f"{chooser.message} [{chooser.rule_id}]" if chooser is not None else None
+    trace = rec.trace
+    chooser = deciding_event(trace)
+    if chooser is None:
+        return None
+    why = f"{chooser.message} [{chooser.rule_id}]"
+    # another rule's near-tie preference that stands over the chooser's (e.g. an MoE model's less TP over a
+    # dense model's TP first): the pick follows it, so the line says so
+    preferred = next((e.rule_id for e in trace.notes("preference") if e.rule_id != chooser.rule_id), None)
+    fired = next((e for e in trace.events if e.op == "fire" and e.rule_id == preferred), None)
+    return why + (f"; near-ties: {fired.message} [{fired.rule_id}]" if fired is not None else "")
 
 
 def _figures(rec) -> list[str]:
