@@ -176,3 +176,18 @@ def test_the_why_line_names_the_near_tie_preference_the_pick_follows():
     assert why.index("[matrix.large-model-tp-pp]") < why.index("near-ties:") < why.index("[matrix.moe-expert-parallel]")
     dense = advisor.recommend({"gpu": "H100", "gpus": 64}, "llama-3-70b")
     assert "near-ties:" not in deciding_rule(dense)
+
+
+def test_the_why_line_says_what_keeps_the_pick_from_the_rules_words():
+    """A PCIe GPU (NVLink domain 1): the strategy rule says "TP inside the node first" and the NVLink rule
+    keeps TP at 1, both named. A LoRA batch of 128 on 256 GPUs: the rule says "pure data parallelism",
+    no ZeRO layout can split that batch over 256 ranks, and the line says so above a TP 2 pick."""
+    import advisor
+    from advisor.results.brief import deciding_rule
+
+    pcie = advisor.recommend({"gpu": "L40S", "gpus": 64}, "gemma-3-27b")
+    assert pcie.layout.tp == 1 and "[constraint.tp-within-nvlink-domain]" in deciding_rule(pcie)
+    lora = advisor.recommend({"gpu": "H100", "gpus": 256}, "llama-3-8b", {"task": "lora"})
+    why = deciding_rule(lora)
+    assert lora.layout.tp > 1 and "pure data parallelism" in why and why.endswith("so model parallelism")
+    assert "global batch 128" in why

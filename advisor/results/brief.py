@@ -124,11 +124,25 @@ def deciding_rule(rec) -> str | None:
     if chooser is None:
         return None
     why = f"{chooser.message} [{chooser.rule_id}]"
-    # another rule's near-tie preference that stands over the chooser's (e.g. an MoE model's less TP over a
-    # dense model's TP first): the pick follows it, so the line says so
-    preferred = next((e.rule_id for e in trace.notes("preference") if e.rule_id != chooser.rule_id), None)
+    return why if rec.layout is None else why + "".join(_what_else_decided(rec, chooser.rule_id))
+
+
+def _what_else_decided(rec, chooser: str):
+    """What the pick follows beside the deciding rule, where the rule's own words would contradict it:
+    a rule that keeps TP at 1 (no NVLink to carry it), the ZeRO family's refusal that widened the search
+    to model parallelism, another rule's near-tie preference that stands over the chooser's (an MoE
+    model's less TP over a dense model's TP first)."""
+    trace, layout = rec.trace, rec.layout
+    bound = trace.decision_record("tp.max")
+    if bound is not None and bound.value == 1 and bound.rule_id != chooser:
+        yield f"; {trace.event(bound.changed_by[-1]).message} [{bound.rule_id}]"
+    refused = next((e for e in trace.events if e.op == "reject" and e.candidate == "zero-dp"), None)
+    if refused is not None and layout.tp * layout.pp * layout.cp > 1:
+        yield f"; {refused.message}, so model parallelism"
+    preferred = next((e.rule_id for e in trace.notes("preference") if e.rule_id != chooser), None)
     fired = next((e for e in trace.events if e.op == "fire" and e.rule_id == preferred), None)
-    return why + (f"; near-ties: {fired.message} [{fired.rule_id}]" if fired is not None else "")
+    if fired is not None:
+        yield f"; near-ties: {fired.message} [{fired.rule_id}]"
 
 
 def _figures(rec) -> list[str]:
