@@ -55,7 +55,22 @@ def test_peft_config_is_the_estimated_adapter():
     assert "bnb_config" not in cfg
     q = json.loads(peft_config(advisor.Model.preset("llama-3-70b"), _lora("qlora").training))
     assert q["bnb_config"]["bnb_4bit_quant_type"] == "nf4"
+    assert set(q["bnb_config"]) == set(BNB_KEYS) - {"bnb_4bit_quant_storage"} and "from_pretrained_kwargs" not in q
+
+
+def test_a_qlora_base_zero3_shards_is_stored_and_loaded_in_the_16_bit_type():
+    """PEFT's QLoRA + DeepSpeed ZeRO-3 recipe: bnb_4bit_quant_storage and from_pretrained's dtype are the same
+    16-bit type (bf16; fp16 where the job runs fp16, as on a V100), and the compute dtype follows the job's."""
+    rec = advisor.recommend({"gpu": "L40S", "gpus": 1}, "llama-3-70b", {"task": "qlora"})
+    assert rec.layout.zero_stage == 3
+    q = json.loads(peft_config(rec.model, rec.training, rec.layout))
     assert set(q["bnb_config"]) == set(BNB_KEYS)
+    assert q["bnb_config"]["bnb_4bit_quant_storage"] == q["from_pretrained_kwargs"]["dtype"] == "bfloat16"
+    fp16 = rec.training.model_copy(update={"precision": "fp16"})
+    q16 = json.loads(peft_config(rec.model, fp16, rec.layout))
+    assert q16["bnb_config"]["bnb_4bit_compute_dtype"] == q16["bnb_config"]["bnb_4bit_quant_storage"] == "float16"
+    zero1 = json.loads(peft_config(rec.model, rec.training, rec.layout.model_copy(update={"zero_stage": 1})))
+    assert "bnb_4bit_quant_storage" not in zero1["bnb_config"]
 
 
 def test_peft_config_needs_an_adapter_and_known_module_names():
@@ -82,6 +97,10 @@ def test_the_libraries_accept_both(tmp_path):
     kwargs = json.loads(peft_config(advisor.Model.preset("llama-3-70b"), _lora().training))["lora_config"]
     assert LoraConfig(**kwargs).r == kwargs["r"]
     assert set(kwargs) <= {f.name for f in dataclasses.fields(LoraConfig)}
+    from transformers import BitsAndBytesConfig
+    rec = advisor.recommend({"gpu": "L40S", "gpus": 1}, "llama-3-70b", {"task": "qlora"})
+    bnb = json.loads(peft_config(rec.model, rec.training, rec.layout))["bnb_config"]
+    assert str(BitsAndBytesConfig(**bnb).bnb_4bit_quant_storage) == "torch.bfloat16"
 
 
 def test_cli_writes_each_config_alone_on_stdout(capsys):

@@ -37,7 +37,7 @@ def _export(fmt: str, layout, model, training, cluster, assumptions, version: st
                 ["DeepSpeed's settings are in the JSON of --format deepspeed, saved as ds_config.json beside it",
                  *export.accelerate_notes(cluster)])
     if fmt == "peft":
-        return export.peft_config(model, training), []
+        return export.peft_config(model, training, layout), []
     if fmt == "trl":
         return export.trl_config(layout, model, training, cluster), export.trl_notes(layout, training)
     return (export.torchtitan_config(layout, model, training, cluster, assumptions, version=release),

@@ -48,7 +48,8 @@ TRAINER_SOURCE = ("huggingface/transformers: src/transformers/training_args.py (
 # AdamW, transformers' Adafactor, torch SGD (momentum 0), bitsandbytes' 32-bit Lion.
 TRAINER_OPTIM = {"adam": "adamw_torch_fused", "adamw": "adamw_torch_fused", "adamw-8bit": "adamw_bnb_8bit",
                  "paged-adamw-8bit": "paged_adamw_8bit", "adafactor": "adafactor", "sgd": "sgd", "lion": "lion_32bit"}
-BNB_KEYS = ("load_in_4bit", "bnb_4bit_quant_type", "bnb_4bit_use_double_quant", "bnb_4bit_compute_dtype")
+BNB_KEYS = ("load_in_4bit", "bnb_4bit_quant_type", "bnb_4bit_use_double_quant", "bnb_4bit_compute_dtype",
+            "bnb_4bit_quant_storage")
 
 
 def accelerate_config(layout: Layout, model: Model, training: Training, cluster: Cluster, assumptions=None,
@@ -96,10 +97,11 @@ def accelerate_notes(cluster: Cluster) -> list[str]:
             "$SLURM_NODEID --main_process_ip $(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n1) train.py'"]
 
 
-def peft_config(model: Model, training: Training) -> str:
+def peft_config(model: Model, training: Training, layout: Layout | None = None) -> str:
     """JSON of the keyword arguments of PEFT's LoraConfig (and, for QLoRA, transformers'
     BitsAndBytesConfig) for the estimated adapter: rank, alpha, dropout and target modules (a fused
-    target as its modules, "all-linear" as the seven), and the Trainer's `optim` for the optimizer priced."""
+    target as its modules, "all-linear" as the seven), and the Trainer's `optim` for the optimizer priced.
+    With the `layout`, a QLoRA base that ZeRO-3 shards stores its 4-bit weights in the 16-bit type."""
     if training.task not in FROZEN_BASE_TASKS:
         raise InputError("Training.task", training.task, "'lora' or 'qlora' for a PEFT config",
                          "full-weight jobs train without an adapter")
@@ -118,9 +120,17 @@ def peft_config(model: Model, training: Training) -> str:
                  "training_arguments": {"optim": TRAINER_OPTIM[training.optimizer]},
                  "training_arguments_source": TRAINER_SOURCE}
     if training.task == "qlora":
-        # QLoRA (Dettmers et al. 2023 §3): 4-bit NormalFloat, double-quantised constants, bf16 compute
+        # QLoRA (Dettmers et al. 2023 §3): 4-bit NormalFloat, double-quantised constants, 16-bit compute (fp16
+        # where the job runs fp16: a GPU without BF16)
+        half = "float16" if training.precision == "fp16" else "bfloat16"
         out["bnb_config"] = {"load_in_4bit": True, "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": True,
-                             "bnb_4bit_compute_dtype": "bfloat16"}
+                             "bnb_4bit_compute_dtype": half}
+        if layout is not None and layout.zero_stage == 3:
+            # ZeRO-3 flattens and shards parameters of one dtype: the 4-bit weights are packed in the 16-bit
+            # type, and the model loads in it (PEFT docs, accelerate/deepspeed.md, "Use PEFT QLoRA and
+            # DeepSpeed with ZeRO3": bnb_4bit_quant_storage and from_pretrained's dtype the same)
+            out["bnb_config"]["bnb_4bit_quant_storage"] = half
+            out["from_pretrained_kwargs"] = {"dtype": half}
     return json.dumps(out, indent=2) + "\n"
 
 
@@ -157,7 +167,8 @@ def trl_config(layout: Layout, model: Model, training: Training, cluster: Cluste
     no_cuda_graphs(layout, training)
     # the weights the optimizer updates: fp32 (a master copy) or 16-bit (master_weights "none"); a frozen base
     # loads in 16 bits and the adapters' dtype is PEFT's (autocast_adapter_dtype, the peft_kwargs below)
-    dtype = "bfloat16" if training.frozen_base or training.master_weights == "none" else "float32"
+    half = "float16" if training.precision == "fp16" else "bfloat16"
+    dtype = half if training.frozen_base or training.master_weights == "none" else "float32"
     sft = {"per_device_train_batch_size": b.mbs, "gradient_accumulation_steps": b.m,
            "gradient_checkpointing": layout.recompute == "full",
            "bf16": training.precision != "fp16", "fp16": training.precision == "fp16",
