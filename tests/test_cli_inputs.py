@@ -251,3 +251,12 @@ def test_measure_refuses_an_output_it_cannot_write_before_measuring(where, tmp_p
     assert main(["measure", "--smoke", "--gpu", "H100", "--out", where]) == 2
     err = capsys.readouterr().err
     assert "measure --out" in err and "internal error" not in err
+
+
+def test_audit_takes_the_layout_id_on_its_own_as_compare_does(capsys):
+    base = ["audit", "--model", "llama-3-70b", "--gpu", "H100", "--gpus", "64", "--json", "--no-compare"]
+    code, positional, _ = run(capsys, *base, "tp4-dp4-pp4-zero1-sp")
+    code2, flagged, _ = run(capsys, *base, "--layout", "tp4-dp4-pp4-zero1-sp")
+    assert code == code2 and json.loads(positional) == json.loads(flagged)
+    code, _, err = run(capsys, *base, "--layout", "tp8-dp8-pp1-zero1-sp", "tp4-dp4-pp4-zero1-sp")
+    assert code == 2 and "--layout" in err and "one layout" in err

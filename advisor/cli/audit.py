@@ -30,6 +30,11 @@ def _audited_layout(args):
     from ..inputs.layout import Layout
 
     framework = args.layout_framework or STACK_LAYOUT_FRAMEWORK.get(args.framework, "megatron")
+    if args.layout_id is not None:
+        if args.layout is not None and args.layout != args.layout_id:
+            raise InputError("--layout", args.layout, f"one layout: {args.layout_id} is given as well",
+                             "give the id once, as --layout or on its own")
+        args.layout = args.layout_id
     if args.layout is not None:
         _only_layout(args)
         text = args.layout if "/" in args.layout or framework == "megatron" else f"{framework}/{args.layout}"

@@ -262,6 +262,8 @@ def _audit_parser(sub) -> None:
     a.add_argument("--layout", metavar="LAYOUT_ID",
                    help="the layout as recommend prints its id, e.g. tp8-dp4-pp2-zero1-sp-nmb128 or "
                         "deepspeed/tp1-dp64-pp1-zero3 (instead of --tp, --pp, ... flags)")
+    a.add_argument("layout_id", nargs="?", metavar="LAYOUT_ID",
+                   help="the same as --layout, as compare takes its ids")
     for dim in ("tp", "pp", "cp", "ep", "etp", "vpp"):
         a.add_argument(f"--{dim}", type=int, help=f"{dim} degree (default 1{', tp' if dim == 'etp' else ''})")
     a.add_argument("--dp", type=int, help="data-parallel degree (default: gpus / (tp*pp*cp))")
