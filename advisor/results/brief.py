@@ -133,8 +133,8 @@ def _what_else_decided(rec, chooser: str):
     to model parallelism, another rule's near-tie preference that stands over the chooser's (an MoE
     model's less TP over a dense model's TP first)."""
     trace, layout = rec.trace, rec.layout
-    bound = trace.decision_record("tp.max")
-    if bound is not None and bound.value == 1 and bound.rule_id != chooser:
+    bound, tp_first = trace.decision_record("tp.max"), trace.decision_record("tp_before_pp.enabled")
+    if bound is not None and bound.value == 1 and tp_first is not None and tp_first.rule_id == chooser:
         yield f"; {trace.event(bound.changed_by[-1]).message} [{bound.rule_id}]"
     refused = next((e for e in trace.events if e.op == "reject" and e.candidate == "zero-dp"), None)
     if refused is not None and layout.tp * layout.pp * layout.cp > 1:
