@@ -191,3 +191,15 @@ def test_the_why_line_says_what_keeps_the_pick_from_the_rules_words():
     why = deciding_rule(lora)
     assert lora.layout.tp > 1 and "pure data parallelism" in why and why.endswith("so model parallelism")
     assert "global batch 128" in why
+
+
+def test_an_answer_every_rule_refused_is_not_called_out_of_memory():
+    """FP8 on an A100: layouts fit in memory, the audit refuses them all (no FP8 tensor cores), so the
+    answer reads "No legal layout", and "No layout fits" stays for memory."""
+    import advisor
+    from advisor.results.brief import brief_text
+
+    fp8 = brief_text(advisor.recommend({"gpu": "A100", "gpus": 8}, "llama-3-8b", {"precision": "fp8"}))
+    assert "No legal layout: " in fp8 and "layout.fp8-needs-fp8-tensor-cores" in fp8
+    oom = brief_text(advisor.recommend({"gpu": "L4", "gpus": 1}, "llama-3-70b", {"seq_len": "128k"}))
+    assert "No layout fits: closest" in oom

@@ -93,7 +93,10 @@ def _situation(rec) -> str:
 
 def _answer(rec) -> list[str]:
     if rec.layout is None:
-        lines = [f"No layout fits: {infeasible_reason(rec)}."]
+        refused = next((e for e in reversed(rec.trace.events) if e.op == "reject"), None)
+        # an audit rule that refused every layout that fits memory, or memory itself
+        head = "No legal layout" if refused is not None and refused.rule_id else "No layout fits"
+        lines = [f"{head}: {infeasible_reason(rec)}."]
         why = deciding_rule(rec)
         return lines + ([f"  rules: {why}"] if why else [])
     lines = [f"Recommendation: {named_layout(rec.framework, rec.layout)}"]
