@@ -138,6 +138,16 @@ def test_no_layout_fits_names_changes_that_fit_each_planned_again(capsys):
                              {"seq_len": int(shorter.group(1))}).layout.id == shorter.group(2)
 
 
+def test_a_precision_the_gpu_cannot_run_is_answered_with_its_own(capsys):
+    import advisor
+
+    code, out, _ = run(capsys, "recommend", "--model", "llama-3-8b", "--gpu", "A100", "--gpus", "8", "--precision", "fp8",
+                       "--width", "200")
+    assert code == 1 and "No legal layout" in out
+    own = re.search(r"- precision bf16: (\S+) ", out)
+    assert own and advisor.recommend({"gpu": "A100", "gpus": 8}, "llama-3-8b").layout.id == own.group(1)
+
+
 # ---- item 6: Volta has no BF16 and no FlashAttention; the rules say so, the planner does not pick bf16
 
 def test_audit_refuses_bf16_and_warns_on_flash_attention_on_volta():

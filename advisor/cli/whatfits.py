@@ -1,6 +1,7 @@
 """When no layout fits: the smallest changes that would, each found by running the planner again on
 the changed inputs — more GPUs (the fewest that fit, doubling up to 64x), a shorter
-sequence (halving, down to 1k tokens), and, where a stack was stated, any stack. CP, recompute and
+sequence (halving, down to 1k tokens), where a precision was stated the GPU's own, and, where a stack
+was stated, any stack. CP, recompute and
 offload are the planner's own dimensions: it already tried them for the inputs as given, so the lines
 say which of them the fitting layout uses. No figure here is guessed: each is a recommendation's.
 """
@@ -17,6 +18,8 @@ def what_would_fit(cluster, model, training, options: dict) -> list[Change]:
     """The changes that make a layout fit, smallest of each kind; `options` are recommend's keywords
     (rules, engine, assumptions)."""
     changes = [_more_gpus(cluster, model, training, options), _shorter_sequence(cluster, model, training, options)]
+    if "precision" in training.model_fields_set:
+        changes.append(_default_precision(cluster, model, training, options))
     if training.framework is not None:
         changes.append(_try("any stack (no --framework)", cluster, model,
                             _training(training, framework=None, framework_version=None), options))
@@ -64,6 +67,17 @@ def _shorter_sequence(cluster, model, training, options: dict) -> Change | None:
         if change is not None:
             return change
     return None
+
+
+def _default_precision(cluster, model, training, options: dict) -> Change | None:
+    """The GPU's own precision (bf16, or fp16 without BF16 tensor cores: inputs.specs.part_defaults) for a
+    stated one the GPU may not run (FP8 on an A100, NVFP4 before Blackwell)."""
+    from ..inputs.specs import Training, part_defaults
+
+    own = part_defaults(cluster.gpu, Training())[0].get("precision", Training().precision)
+    if own == training.precision:
+        return None
+    return _try(f"precision {own}", cluster, model, _training(training, precision=None), options)
 
 
 def _training(training, **updates):
