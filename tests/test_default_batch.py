@@ -30,6 +30,28 @@ def test_the_default_batch_stays_in_the_published_range(gpus, seq):
     assert lo <= batch <= max(lo, DEFAULT_MAX_BATCH_TOKENS // seq)
 
 
+@given(gpus=st.integers(1, 1 << 14), seq=st.sampled_from([2048, 4096, 8192, 32768]), mbs=st.integers(1, 16))
+def test_a_stated_micro_batch_divides_each_ranks_share_of_the_default_batch(gpus, seq, mbs):
+    """With a stated micro-batch, the default batch is a multiple of it times the divisor it names, so
+    every data-parallel degree dividing that divisor runs whole micro-batches; within the published range
+    where a multiple fits it."""
+    chosen = default_batch(gpus, seq, mbs)
+    assert chosen.sequences % (mbs * chosen.divides) == 0 and gpus % chosen.divides == 0
+    lo = max(1, round(DEFAULT_BATCH_TOKENS / seq))
+    hi = max(lo, DEFAULT_MAX_BATCH_TOKENS // seq)
+    assert lo <= chosen.sequences and (chosen.sequences <= hi or -(-lo // mbs) * mbs > hi)
+    assert default_batch(gpus, seq, 1) == default_batch(gpus, seq)     # no stated micro-batch: as before
+
+
+def test_a_stated_micro_batch_that_splits_no_default_batch_gets_one_that_it_splits():
+    """mbs 7 on 8 GPUs: 512 sequences split into no whole micro-batches of 7 (no recommendation at all);
+    the default is now 560, 7 x 8 x 10, and the note says why."""
+    rec = advisor.recommend(advisor.Cluster(gpu="H100", gpus=8), "llama-3-8b", {"micro_batch_size": 7})
+    assert rec.status == "recommended" and rec.training.global_batch_size == 560
+    note = next(e.message for e in rec.trace.events if "global_batch_size not given" in e.message)
+    assert note.endswith("times the micro-batch of 7")
+
+
 def test_8b_on_40_gpus_is_not_forced_into_a_pipeline():
     """512 sequences (4M tokens of 8k) split over dp 1, 2, 4 or 8 only, which left pipeline stages of 5;
     the chosen 520 splits over 40."""

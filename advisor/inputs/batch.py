@@ -40,17 +40,26 @@ def divisors(n: int) -> list[int]:
     return sorted(set(small + [n // d for d in small]))
 
 
-def batch_for(gpus: int, base: int, most: int) -> BatchChoice:
+def batch_for(gpus: int, base: int, most: int, unit: int = 1) -> BatchChoice:
     """Sequences per step on `gpus` GPUs, from `base` sequences and at most max(most, base): at least
-    one per GPU where `most` allows, then the smallest multiple of the largest divisor of `gpus` that
-    stays within the limit (a divisor of 1 always does). With most <= base the batch is `base`."""
+    one per GPU where `most` allows, then the smallest multiple of unit x the largest divisor of `gpus`
+    that stays within the limit. `unit`: a stated micro-batch, which every data-parallel rank's share
+    must be a multiple of (with 1, the divisor 1 always stays within the limit; with more, fewer than a
+    sequence per GPU may be what fits). With most <= base and unit 1 the batch is `base`."""
     ceiling = max(most, base)
     want = max(base, min(gpus, ceiling))
-    for d in reversed(divisors(gpus)):
-        batch = -(-want // d) * d
+    splits = list(reversed(divisors(gpus)))
+    for d in splits:
+        batch = -(-want // (d * unit)) * d * unit
         if batch <= ceiling:
             return BatchChoice(batch, d)
-    raise AssertionError("unreachable: the divisor 1 keeps the batch at `want`")
+    # (a stated micro-batch only) no multiple reaches a sequence per GPU within the limit: the largest
+    # multiple within it that is still at least `base`, else the smallest multiple above `base`
+    for d in splits:
+        batch = ceiling // (d * unit) * d * unit
+        if batch >= base:
+            return BatchChoice(batch, d)
+    return BatchChoice(-(-base // unit) * unit, 1)
 
 
 def base_batch(seq: int) -> int:
@@ -58,6 +67,7 @@ def base_batch(seq: int) -> int:
     return max(1, round(DEFAULT_BATCH_TOKENS / seq))
 
 
-def default_batch(gpus: int, seq: int) -> BatchChoice:
-    """The default pretraining batch on `gpus` GPUs at `seq` tokens per sequence (this module's rule)."""
-    return batch_for(gpus, base_batch(seq), DEFAULT_MAX_BATCH_TOKENS // seq)
+def default_batch(gpus: int, seq: int, unit: int = 1) -> BatchChoice:
+    """The default pretraining batch on `gpus` GPUs at `seq` tokens per sequence, a multiple of a stated
+    micro-batch `unit` (this module's rule)."""
+    return batch_for(gpus, base_batch(seq), DEFAULT_MAX_BATCH_TOKENS // seq, unit)

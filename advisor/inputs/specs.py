@@ -349,7 +349,7 @@ def resolve_training(model: Model, training: Training | None, cluster: Cluster |
         notes.append(f"training.global_batch_size not given: {FINETUNE_BATCH} sequences for {training.task} "
                      "(the alignment-handbook and Alpaca recipes' global batch)")
     elif training.global_batch_size is None:
-        updates["global_batch_size"], note = _pretraining_batch(seq, gpus)
+        updates["global_batch_size"], note = _pretraining_batch(seq, gpus, training.micro_batch_size or 1)
         notes.append(note)
     return (training.model_copy(update=updates) if updates else training), notes
 
@@ -373,15 +373,18 @@ def part_defaults(gpu: GPU, training: Training) -> tuple[dict[str, Any], list[st
     return updates, notes
 
 
-def _pretraining_batch(seq: int, gpus: int | None) -> tuple[int, str]:
-    """(sequences, the trace's note) of the default pretraining batch (inputs.batch)."""
+def _pretraining_batch(seq: int, gpus: int | None, mbs: int = 1) -> tuple[int, str]:
+    """(sequences, the trace's note) of the default pretraining batch (inputs.batch); `mbs`: a stated
+    micro-batch, which the batch's share per data-parallel rank must be a multiple of."""
     base = base_batch(seq)
     head = "training.global_batch_size not given: "
     if gpus is None:
         return base, f"{head}{base} sequences = 4M tokens / {seq} (Llama 2 pretraining batch, Touvron et al. 2023 §2.2)"
-    chosen = default_batch(gpus, seq)
+    chosen = default_batch(gpus, seq, mbs)
     splits = (f"every data-parallel degree of {gpus} GPUs divides it" if chosen.divides == gpus else
               f"a multiple of {chosen.divides}, the largest divisor of {gpus} GPUs the range allows")
+    if mbs > 1:
+        splits += f", times the micro-batch of {mbs}"
     grown = "at least one sequence per GPU; " if chosen.sequences >= gpus > base else ""
     return chosen.sequences, (
         f"{head}{chosen.sequences} sequences of {seq} ({chosen.sequences * seq / 2**20:.3g}M tokens), chosen for "
