@@ -138,6 +138,19 @@ def test_no_layout_fits_names_changes_that_fit_each_planned_again(capsys):
                              {"seq_len": int(shorter.group(1))}).layout.id == shorter.group(2)
 
 
+def test_a_batch_the_gpu_count_cannot_split_is_answered_with_one_it_can(capsys):
+    """LoRA's 128 sequences on 256 GPUs under a stack with data parallelism only (hf-trl): no layout; a
+    batch of 256 splits, planned again."""
+    import advisor
+
+    code, out, _ = run(capsys, "recommend", "--model", "llama-3-8b", "--gpu", "H100", "--gpus", "256", "--task", "lora",
+                       "--framework", "hf-trl", "--width", "200")
+    assert code == 1
+    split = re.search(r"- global batch 256: (\S+) ", out)
+    assert split and advisor.recommend({"gpu": "H100", "gpus": 256}, "llama-3-8b", {
+        "task": "lora", "framework": "hf-trl", "global_batch_size": 256}).layout.id == split.group(1)
+
+
 def test_a_precision_the_gpu_cannot_run_is_answered_with_its_own(capsys):
     import advisor
 

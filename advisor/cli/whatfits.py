@@ -1,7 +1,7 @@
 """When no layout fits: the smallest changes that would, each found by running the planner again on
 the changed inputs — more GPUs (the fewest that fit, doubling up to 64x), a shorter
-sequence (halving, down to 1k tokens), where a precision was stated the GPU's own, and, where a stack
-was stated, any stack. CP, recompute and
+sequence (halving, down to 1k tokens), where a precision was stated the GPU's own, a global batch the
+GPU count divides, and, where a stack was stated, any stack. CP, recompute and
 offload are the planner's own dimensions: it already tried them for the inputs as given, so the lines
 say which of them the fitting layout uses. No figure here is guessed: each is a recommendation's.
 """
@@ -20,6 +20,7 @@ def what_would_fit(cluster, model, training, options: dict) -> list[Change]:
     changes = [_more_gpus(cluster, model, training, options), _shorter_sequence(cluster, model, training, options)]
     if "precision" in training.model_fields_set:
         changes.append(_default_precision(cluster, model, training, options))
+    changes.append(_splitting_batch(cluster, model, training, options))
     if training.framework is not None:
         changes.append(_try("any stack (no --framework)", cluster, model,
                             _training(training, framework=None, framework_version=None), options))
@@ -78,6 +79,19 @@ def _default_precision(cluster, model, training, options: dict) -> Change | None
     if own == training.precision:
         return None
     return _try(f"precision {own}", cluster, model, _training(training, precision=None), options)
+
+
+def _splitting_batch(cluster, model, training, options: dict) -> Change | None:
+    """The smallest global batch of whole sequences per GPU at or above the job's, when the GPU count does
+    not divide it (the data-parallel degree must divide the batch: 128 sequences on 512 GPUs leave 4 GPUs
+    per sequence to model parallelism)."""
+    from ..inputs.specs import resolve_training
+
+    batch = resolve_training(model, training, cluster)[0].global_batch_size
+    if batch % cluster.gpus == 0:
+        return None
+    split = -(-batch // cluster.gpus) * cluster.gpus
+    return _try(f"global batch {split}", cluster, model, _training(training, global_batch_size=split), options)
 
 
 def _training(training, **updates):
