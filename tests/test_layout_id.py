@@ -161,3 +161,19 @@ def test_for_world_names_the_remainder():
         Layout(tp=8, cp=3, pp=2).for_world(128)
     assert raised.value.field == "Layout.dp" and raised.value.have is None
     assert raised.value.hint == "world(128) % (tp(8) * cp(3) * pp(2)) = 32"
+
+
+def test_the_api_takes_the_id_recommend_prints_wherever_it_takes_a_layout():
+    """estimate() and audit() read a layout id as compare() and the CLI do; a bad id names `layout` and the
+    token."""
+    import advisor
+    from advisor.errors import InputError
+
+    cluster, training = {"gpu": "H100", "gpus": 8}, {"seq_len": 4096, "global_batch_size": 64}
+    layout = advisor.Layout.parse("tp8-dp1-pp1-zero1-sp-nmb64")
+    assert advisor.estimate(cluster, "llama-3-8b", layout.id, training) == \
+        advisor.estimate(cluster, "llama-3-8b", layout, training)
+    assert advisor.audit(cluster, "llama-3-8b", "deepspeed/tp1-dp8-pp1-zero3").layout.framework == "deepspeed"
+    with pytest.raises(InputError) as err:
+        advisor.audit(cluster, "llama-3-8b", "tp8-pp2")
+    assert err.value.field == "layout" and "pp2" in str(err.value)

@@ -63,7 +63,14 @@ def as_training(value: Any) -> Training:
 
 
 def as_layout(value: Any) -> Layout:
-    return coerce(value, Layout, "layout", "an advisor.Layout or a dict of its fields, e.g. {'tp': 8, 'pp': 4}")
+    """An advisor.Layout, a dict of its fields, or the id recommend prints (Layout.parse)."""
+    if isinstance(value, str):
+        try:
+            return Layout.parse(value)
+        except InputError as exc:
+            raise InputError("layout", value[:200], exc.want, exc.hint) from None
+    return coerce(value, Layout, "layout", "an advisor.Layout, a dict of its fields, e.g. {'tp': 8, 'pp': 4}, "
+                                           "or a layout id, e.g. 'tp8-dp4-pp2-zero1-sp'")
 
 
 def resolve_layout(layout: Layout, cluster: Cluster) -> Layout:
