@@ -272,9 +272,15 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+def _interruptible() -> None:
+    """In the child before Python starts: SIGINT as a terminal delivers it. A shell's background job (and
+    a runner started from one) ignores SIGINT, and a Python started so keeps ignoring it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_sigint_exits_130_without_a_traceback():
     proc = subprocess.Popen([sys.executable, "-c", SLOW_CHILD, "recommend", *SMALL, "--json"], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_interruptible)
     try:
         assert proc.stderr.readline() == "ready\n"
         proc.send_signal(signal.SIGINT)
