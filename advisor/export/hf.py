@@ -97,6 +97,11 @@ def accelerate_notes(cluster: Cluster) -> list[str]:
             "$SLURM_NODEID --main_process_ip $(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n1) train.py'"]
 
 
+def _half(training: Training) -> str:
+    """The 16-bit type of the job's weights and compute: fp16 where it runs fp16 (a GPU without BF16), else bf16."""
+    return "float16" if training.precision == "fp16" else "bfloat16"
+
+
 def peft_config(model: Model, training: Training, layout: Layout | None = None) -> str:
     """JSON of the keyword arguments of PEFT's LoraConfig (and, for QLoRA, transformers'
     BitsAndBytesConfig) for the estimated adapter: rank, alpha, dropout and target modules (a fused
@@ -122,7 +127,7 @@ def peft_config(model: Model, training: Training, layout: Layout | None = None) 
     if training.task == "qlora":
         # QLoRA (Dettmers et al. 2023 §3): 4-bit NormalFloat, double-quantised constants, 16-bit compute (fp16
         # where the job runs fp16: a GPU without BF16)
-        half = "float16" if training.precision == "fp16" else "bfloat16"
+        half = _half(training)
         out["bnb_config"] = {"load_in_4bit": True, "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": True,
                              "bnb_4bit_compute_dtype": half}
         if layout is not None and layout.zero_stage == 3:
@@ -167,8 +172,7 @@ def trl_config(layout: Layout, model: Model, training: Training, cluster: Cluste
     no_cuda_graphs(layout, training)
     # the weights the optimizer updates: fp32 (a master copy) or 16-bit (master_weights "none"); a frozen base
     # loads in 16 bits and the adapters' dtype is PEFT's (autocast_adapter_dtype, the peft_kwargs below)
-    half = "float16" if training.precision == "fp16" else "bfloat16"
-    dtype = half if training.frozen_base or training.master_weights == "none" else "float32"
+    dtype = _half(training) if training.frozen_base or training.master_weights == "none" else "float32"
     sft = {"per_device_train_batch_size": b.mbs, "gradient_accumulation_steps": b.m,
            "gradient_checkpointing": layout.recompute == "full",
            "bf16": training.precision != "fp16", "fp16": training.precision == "fp16",

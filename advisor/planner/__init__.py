@@ -122,7 +122,7 @@ def search_rules_family(job: Job, result: PlanResult, family: Family) -> tuple[P
         result, outcome = beyond_rule_stages(job, result, family)
         if outcome is not None and outcome.chosen is not None:
             chosen, closest = outcome.pick, outcome.closest
-            if chosen[0].offload != "none":
+            if outcome.chosen.layout.offload != "none":
                 result = result.noted(offload_note(job, outcome.chosen))
     if chosen is None and result.blocked_by is not None:
         # one framework's audit rule refused every fitting layout: another framework, if none is stated

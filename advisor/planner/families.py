@@ -93,15 +93,15 @@ def beyond_rule_stages(job: Job, result: PlanResult, family: Family) -> tuple[Pl
     3). Returns the plan so far and that search's outcome (None: the rules allowed every stage already)."""
     chose = family.policy.zero_stages
     # only the stages that shard more than the rules' choice can hold what it could not
-    more = tuple(s for s in bounded((1, 2, 3), job.decisions) if chose and s > max(chose))
-    if not more:
+    extra = tuple(s for s in bounded((1, 2, 3), job.decisions) if chose and s > max(chose))
+    if not extra:
         return result, None
-    wider = tuple(sorted(set(chose) | set(more)))
     rule = job.decisions.zero_stages[1] if job.decisions.zero_stages else None
-    stated = ", ".join(map(str, sorted(chose)))
-    more = ", ".join(f"ZeRO-{s}" for s in more)
-    result = result.noted(PlanEvent("note", f"no layout fits with ZeRO stages {stated} (the rules' choice) or with "
-                                            f"model parallelism: trying {more}, with offload", "zero-dp", rule_id=rule))
+    tried = ", ".join(f"ZeRO-{s}" for s in extra)
+    result = result.noted(PlanEvent("note", f"no layout fits with ZeRO stages {', '.join(map(str, sorted(chose)))} "
+                                            f"(the rules' choice) or with model parallelism: trying {tried}, with "
+                                            "offload", "zero-dp", rule_id=rule))
+    wider = tuple(sorted(set(chose) | set(extra)))
     outcome = search_family(job, family._replace(policy=family.policy._replace(zero_stages=wider), allow_offload=True),
                             result.logged)
     result = absorb(result, outcome)

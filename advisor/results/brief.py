@@ -122,8 +122,7 @@ def deciding_rule(rec) -> str | None:
     moved = rec.trace.notes("family_move")
     if moved:
         return moved[0].message
-    trace = rec.trace
-    chooser = deciding_event(trace)
+    chooser = deciding_event(rec.trace)
     if chooser is None:
         return None
     why = f"{chooser.message} [{chooser.rule_id}]"
