@@ -84,8 +84,8 @@ def compare(cluster: Any, model: Any, layouts: Any, training: Any = None, *, rul
     if isinstance(layouts, (str, dict, Layout)):
         layouts = [layouts]
     rec = recommend(cluster, model, training, rules=rules, engine=engine, assumptions=assumptions)
-    reports = [audit_layout(rec.cluster, rec.model, Layout.parse(lay) if isinstance(lay, str) else lay, rec.training,
-                            rules=rules, engine=engine, assumptions=assumptions) for lay in layouts]
+    reports = [audit_layout(rec.cluster, rec.model, lay, rec.training, rules=rules, engine=engine,
+                            assumptions=assumptions) for lay in layouts]     # (an id: inputs.coerce.as_layout)
     # the planner's own limits: its near-tie band, and the memory share above which a layout is tight
     rows = compared_layouts(rec, reports, NEAR_TIE, 1 - memory_headroom(rec.training))
     return Comparison(cluster=rec.cluster, model=rec.model, training=rec.training, layouts=rows, band=NEAR_TIE)

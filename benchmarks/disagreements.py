@@ -24,10 +24,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.published import load_records  # noqa: E402
+from benchmarks.published import REPO, load_records  # noqa: E402
 from benchmarks.published_planner import evaluate  # noqa: E402
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = REPO.parent / "shared" / "data"
 BAND = 0.08     # the near-tie band the planner reports (advisor.planner.ranking; measured error)
 
 

@@ -75,7 +75,8 @@ def _default_precision(cluster, model, training, options: dict) -> Change | None
     stated one the GPU may not run (FP8 on an A100, NVFP4 before Blackwell)."""
     from ..inputs.specs import Training, part_defaults
 
-    own = part_defaults(cluster.gpu, Training())[0].get("precision", Training().precision)
+    unstated = Training()
+    own = part_defaults(cluster.gpu, unstated)[0].get("precision", unstated.precision)
     if own == training.precision:
         return None
     return _try(f"precision {own}", cluster, model, _training(training, precision=None), options)

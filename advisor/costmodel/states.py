@@ -197,7 +197,8 @@ def stage_states(c: Ctx, A, k: int, inv: tuple) -> tuple:
     o_bytes = tr_dense * o_d + tr_expert * o_e
     # the weight bytes ZeRO-3 shards, which parameter offload moves: all but the trained weights' replicated
     # part (w_d - w_s/nd); under LoRA / QLoRA the frozen base as stored (NF4 under QLoRA) and the adapters
-    sharded = w_dense + w_exp - tr_dense * (w_d - w_s / nd) - tr_expert * (w_e - w_s / ne)
+    sharded = (w_dense + w_exp - tr_dense * (w_d - w_s / nd) - tr_expert * (w_e - w_s / ne)
+               if c.offload == "optimizer+params" else 0.0)
     quantised = _quantised_weights(c, A, linear, expert, per_param)
     w_dense -= quantised.dense_replaced
     w_exp -= quantised.expert_replaced

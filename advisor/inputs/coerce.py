@@ -68,7 +68,7 @@ def as_layout(value: Any) -> Layout:
         try:
             return Layout.parse(value)
         except InputError as exc:
-            raise InputError("layout", value[:200], exc.want, exc.hint) from None
+            raise InputError("layout", value, exc.want, exc.hint) from None
     return coerce(value, Layout, "layout", "an advisor.Layout, a dict of its fields, e.g. {'tp': 8, 'pp': 4}, "
                                            "or a layout id, e.g. 'tp8-dp4-pp2-zero1-sp'")
 
