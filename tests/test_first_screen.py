@@ -203,3 +203,17 @@ def test_an_answer_every_rule_refused_is_not_called_out_of_memory():
     assert "No legal layout: " in fp8 and "layout.fp8-needs-fp8-tensor-cores" in fp8
     oom = brief_text(advisor.recommend({"gpu": "L4", "gpus": 1}, "llama-3-70b", {"seq_len": "128k"}))
     assert "No layout fits: closest" in oom
+
+
+@pytest.mark.parametrize("seconds, shown", [(3599.0, ""), (7200.0, " = 2.0 hours"), (304513.14, " = 3.5 days")])
+def test_a_step_of_an_hour_or_more_is_also_given_in_hours_or_days(seconds, shown):
+    from advisor.results.brief import _long
+    assert _long(seconds) == shown
+
+
+def test_one_gpu_is_one_gpu_in_the_why_line():
+    code, out, _ = run(["recommend", "--model", "llama-3.1-405b", "--gpu", "H100-SXM-80GB", "--gpus", "1"])
+    assert code == 0
+    flat = " ".join(out.split())
+    assert "why: 1 GPU (≤ 32)" in flat and "1 GPUs" not in flat
+    assert re.search(r"Step: [0-9.]+ s = [0-9.]+ days", flat)

@@ -246,6 +246,9 @@ def test_linear_leaf_matcher_accepts_what_the_documented_grammar_accepts(text):
     ("{cluster.gpu_name:.1f}", "str facts"),
     ("{cluster.gpus:.1}", "int facts"),
     ("{cluster.multi_node:.1%}", "true/false"),
+    ("{cluster.gpu_memory_gib:count GiB}", "integer fact"),
+    ("{cluster.gpus:count GPU's}", "counted noun"),
+    ("{cluster.gpus:count " + "G" * 21 + "}", "counted noun"),
 ])
 def test_format_specs_are_checked_against_the_fact_type_at_load(tmp_path, placeholder, want):
     refused(write(tmp_path, rule(quoted("cluster.gpus > 1"), message="size " + placeholder)), "message", want)
@@ -257,6 +260,11 @@ def test_template_length_is_capped_and_rendered_text_is_bounded(tmp_path):
     text = render_message("{cluster.gpu_name} " * 3, {"cluster": {"gpu_name": "g" * 10_000}})
     assert len(text) == MAX_RENDERED_CHARS and text.endswith("…")
     assert render_message("{cluster.gpus:>8,}", {"cluster": {"gpus": 4096}}) == "   4,096"
+
+
+@pytest.mark.parametrize("gpus, text", [(1, "1 GPU"), (0, "0 GPUs"), (64, "64 GPUs")])
+def test_a_counted_noun_agrees_with_its_number(gpus, text):
+    assert render_message("on {cluster.gpus:count GPU}", {"cluster": {"gpus": gpus}}) == "on " + text
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -156,9 +156,17 @@ def _figures(rec) -> list[str]:
     if m.offloaded_to_host or m.offloaded_to_nvme:
         memory += (f"; offloaded {m.offloaded_to_host / _GIB:.1f} GiB to host, "
                    f"{m.offloaded_to_nvme / _GIB:.1f} GiB to NVMe")
-    step = (f"Step: {est.step_time:.2f} s (compute {est.compute_time:.2f} s, exposed communication "
+    step = (f"Step: {est.step_time:.2f} s{_long(est.step_time)} (compute {est.compute_time:.2f} s, exposed communication "
             f"{est.exposed_comm_time:.2f} s, bubble {est.bubble_fraction:.1%}, optimizer {est.optimizer_time:.2f} s)")
     return [memory, step, f"Throughput: {per_gpu_figures(est, rec.cluster, rec.training.precision)}"]
+
+
+def _long(seconds: float) -> str:
+    """A step of an hour or more, also in hours or days: a reader of "304513.14 s" should not have to
+    divide to see that one step takes three and a half days."""
+    if seconds < 3600.0:
+        return ""
+    return f" = {seconds / 3600.0:.1f} hours" if seconds < 48 * 3600.0 else f" = {seconds / 86400.0:.1f} days"
 
 
 def _alternatives(rec) -> list[str]:

@@ -38,6 +38,9 @@ PLACEHOLDER_RE = re.compile(r"\{([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)(?::([^{}]*))?
 _RENDERED_RE = re.compile(r"\{\{|\}\}|" + PLACEHOLDER_RE.pattern)
 _FORMAT_SPEC_RE = re.compile(r"^[<>^]?[0-9]*,?(\.[0-9]+)?[dfg%]?$")     # the grammar (docs, schema)
 _FORMAT_PARTS = re.compile(r"[<>^]?([0-9]*),?(?:\.([0-9]+))?[dfg%]?")
+# A counted noun, for an integer fact: `{cluster.gpus:count GPU}` renders "1 GPU", "64 GPUs" (the
+# English plural by "s"; a noun of ASCII letters, at most 20).
+COUNT_SPEC_RE = re.compile(r"count ([A-Za-z]{1,20})")
 # Width aligns a value in a line of text (40 is half a terminal); precision 12 is already past
 # what any fact means (GiB, seconds, fractions) and leaves the 17 significant digits of a double
 # for the integer part. Unbounded, `{cluster.gpus:999999999}` put 1 GB in every answer and
@@ -163,14 +166,18 @@ def _fields(node: dict[str, Any]) -> list[str]:
 
 
 def render_message(template: str, facts: dict[str, dict[str, Any]]) -> str:
-    """Fill `{group.field}` / `{group.field:.1f}` placeholders from the facts. No other templating.
+    """Fill `{group.field}` / `{group.field:.1f}` / `{group.field:count GPU}` placeholders from the facts.
+    No other templating.
     The result is at most MAX_RENDERED_CHARS long; a longer one ends in "…"."""
     def sub(m: re.Match) -> str:
         if m.group(1) is None:                   # "{{" or "}}"
             return m.group(0)[0]
         group, name = m.group(1).split(".", 1)
-        value = facts[group][name]
-        text = format(value, m.group(2)) if m.group(2) else str(value).lower() if isinstance(value, bool) else str(value)
+        value, spec = facts[group][name], m.group(2)
+        if spec and spec.startswith("count "):
+            text = f"{value} {spec[6:]}" + ("" if value == 1 else "s")
+        else:
+            text = format(value, spec) if spec else str(value).lower() if isinstance(value, bool) else str(value)
         return text[:MAX_RENDERED_CHARS + 1]
     out = _RENDERED_RE.sub(sub, template)
     return out if len(out) <= MAX_RENDERED_CHARS else out[:MAX_RENDERED_CHARS - 1] + "…"

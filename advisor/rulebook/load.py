@@ -31,8 +31,8 @@ from ..facts import CATALOGUE
 from .actions import Action, Limit, ReportFinding
 from .grammar import (ID_RE, LEAF_RE, MAX_BRANCHES, MAX_CONDITION_CHARS, MAX_CONDITION_DEPTH,  # noqa: F401 (re-exported)
                       MAX_FORMAT_PRECISION, MAX_FORMAT_WIDTH, MAX_IN_VALUES, MAX_RENDERED_CHARS, MAX_TEMPLATE_CHARS,
-                      PLACEHOLDER_RE, _FORMAT_PARTS, _FORMAT_SAMPLES, _RENDERED_RE, _fields, _preview, parse_condition,
-                      render_message)
+                      PLACEHOLDER_RE, COUNT_SPEC_RE, _FORMAT_PARTS, _FORMAT_SAMPLES, _RENDERED_RE, _fields, _preview,
+                      parse_condition, render_message)
 from .compiled import (MAX_GROUPS_PER_RULE, MAX_RULES_PER_RULESET, MAX_TESTS_PER_RULESET, MAX_TRUE_TESTS_PER_RULESET,
                        CompiledRule, count_groups, leaf_tests, true_test_bound)
 
@@ -314,6 +314,11 @@ def _check_template(text: str, scope: str, where) -> None:
 
 
 def _check_format_spec(placeholder: str, spec: str, fact_type: type, where) -> None:
+    if spec.startswith("count "):
+        if COUNT_SPEC_RE.fullmatch(spec) is None or fact_type is not int:
+            raise RuleFileError(*where, _preview(placeholder), "a counted noun of ASCII letters (at most 20) on an "
+                                f"integer fact, such as {{cluster.gpus:count GPU}}; this fact is {fact_type.__name__}")
+        return
     parts = _FORMAT_PARTS.fullmatch(spec)
     if parts is None:
         raise RuleFileError(*where, _preview(placeholder), "a simple format such as {x:.1f} or {x:,}")
