@@ -482,3 +482,16 @@ def _held_by_scan(tests) -> int:
 def test_true_test_bound_counts_what_a_scan_of_every_test_counts(leaves):
     tests = leaf_tests({"all": [{"field": f, "op": op, "value": v} for f, op, v in leaves]})
     assert true_test_bound(tests) == _held_by_scan(tests)
+
+
+@given(st.lists(st.lists(st.tuples(st.sampled_from(["c.n", "c.m", "c.s"]), st.sampled_from(["==", "!=", "<", ">="]),
+                                   st.integers(-3, 3)), min_size=1, max_size=6), min_size=1, max_size=12))
+def test_the_bound_kept_per_field_equals_the_bound_of_everything_so_far(rules):
+    """check_ruleset keeps true_test_bound per field as rules are added (compiled._TrueTests): after
+    every rule it equals the bound computed from scratch over all tests so far."""
+    from advisor.rulebook.compiled import _TrueTests
+    bound, tests = _TrueTests(), set()
+    for leaves in rules:
+        new = leaf_tests({"all": [{"field": f, "op": op, "value": v} for f, op, v in leaves]}) - tests
+        tests |= new
+        assert bound.add(new) == true_test_bound(tests)
