@@ -345,10 +345,7 @@ def true_test_bound(tests: Iterable[tuple]) -> int:
     maximum over every value that decides a test (each constant, a point between each two, one
     beyond both ends, a value equal to none), summed over fields. Exact per field, an upper bound
     across fields (they vary independently)."""
-    by_field: dict[str, list[tuple[str, Any]]] = {}
-    for field, op, _kind, value in tests:
-        by_field.setdefault(field, []).append((op, value))
-    return sum(_most_held(field_tests) for field_tests in by_field.values())
+    return _TrueTests().add(tests)
 
 
 def _most_held(field_tests: list[tuple[str, Any]]) -> int:
@@ -386,7 +383,7 @@ class _TrueTests:
         self.by_field: dict[str, list[tuple[str, Any]]] = {}
         self.held: dict[str, int] = {}
 
-    def add(self, new_tests: set) -> int:
+    def add(self, new_tests: Iterable[tuple]) -> int:
         """Add tests not added before (leaf_tests' tuples); the bound of all added so far."""
         touched = set()
         for field, op, _kind, value in new_tests:
