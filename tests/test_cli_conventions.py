@@ -11,6 +11,7 @@ import tomllib
 import pytest
 
 import advisor
+from advisor.build_info import describe
 from advisor.cli import main
 
 SMALL = ["--model", "llama-3-8b", "--gpu", "H100", "--gpus", "8"]
@@ -22,14 +23,14 @@ def run(capsys, *argv):
     return code, out, err
 
 
-def test_version(capsys):
+def test_version_says_the_release_and_the_build(capsys):
     code, out, _ = run(capsys, "--version")
-    assert code == 0 and out.strip() == f"advisor {advisor.__version__}"
+    assert code == 0 and out.strip() == f"advisor {advisor.__version__} ({describe()})"
 
 
 def test_python_dash_m():
     done = subprocess.run([sys.executable, "-m", "advisor", "--version"], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0 and done.stdout.strip() == f"advisor {advisor.__version__}"
+    assert done.returncode == 0 and done.stdout.strip() == f"advisor {advisor.__version__} ({describe()})"
 
 
 @pytest.mark.parametrize("command", ["rules", "facts", "presets"])

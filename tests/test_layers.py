@@ -1,6 +1,6 @@
 """The package's layout, as a test: imports point only downward along the data flow.
 
-    L0  errors, _version, _unchecked
+    L0  errors, _version, _unchecked, build_info
     L1  inputs/        typed inputs, units, presets, layout, pipeline geometry, coercion
     L2  costmodel/     memory, communication, time
     L3  facts          the fact documents the rules match on
@@ -25,7 +25,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "advisor"
 
 LAYERS = {
-    "advisor.errors": 0, "advisor._version": 0, "advisor._unchecked": 0,
+    "advisor.errors": 0, "advisor._version": 0, "advisor._unchecked": 0, "advisor.build_info": 0,
     "advisor.inputs": 1,
     "advisor.costmodel": 2,
     "advisor.facts": 3,

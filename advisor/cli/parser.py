@@ -204,12 +204,25 @@ def _epilog() -> str:
     return "exit status:\n" + "\n".join(f"  {code:<4} {text}" for code, text in EXIT_STATUS.items())
 
 
-def _parser() -> argparse.ArgumentParser:
-    from .. import __version__
+class _Version(argparse.Action):
+    """--version: the release and the build (build_info.describe: which hot modules run compiled),
+    worked out only when asked."""
 
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="show the release and the build (compiled or pure Python), then exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from .. import __version__
+        from ..build_info import describe
+        print(f"advisor {__version__} ({describe()})")      # to stdout, as argparse's own version action
+        parser.exit()
+
+
+def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="advisor", description="Recommend and explain LLM training parallelism.", epilog=_epilog(),
                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--version", action="version", version=f"advisor {__version__}")
+    p.add_argument("--version", action=_Version)
     _debug_arg(p)
     sub = p.add_subparsers(dest="command", required=True)
     _recommend_parsers(sub)
