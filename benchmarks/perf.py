@@ -22,6 +22,7 @@ import time
 
 import advisor
 from advisor import Cluster, Layout, Model, Training
+from advisor.build_info import compiled_modules, describe
 from advisor.costmodel.context import clear_memos
 
 
@@ -113,7 +114,7 @@ def main(argv: list[str]) -> int:
     cluster, model = Cluster(gpu="H100-SXM-80GB", gpus=64), Model.preset("llama-3-70b")
     training = Training(seq_len=8192, global_batch_size=512)
     layout = Layout(tp=8, pp=2, dp=4, sp=True, zero_stage=1, num_microbatches=128)
-    print(f"advisor {advisor.__version__}, python {sys.version.split()[0]}, repeat {repeat}")
+    print(f"advisor {advisor.__version__} ({describe()}), python {sys.version.split()[0]}, repeat {repeat}")
     print("one layout (70B, tp8 pp2 dp4):")
     est_med, est_p95 = _timed(lambda: advisor.estimate(cluster, model, layout, training), repeat * 10)
     _row("estimate", est_med, est_p95)
@@ -121,6 +122,9 @@ def main(argv: list[str]) -> int:
     _llm_analysis_ratio(repeat * 10)
     print("recommend (warm: the same request again, its cost-model memo kept; cold: every memo cleared first,\n"
           "as the first request for a model, cluster and training):")
+    if compiled_modules():
+        print("(calls: Python function calls; the compiled modules' own calls are not counted: compare them "
+              "between pure-Python runs only)")
     for name, c, m, t in SCENARIOS:
         rec = advisor.recommend(c, m, t)
         med, p95 = _timed(lambda: advisor.recommend(c, m, t), max(3, repeat // 5))

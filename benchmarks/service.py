@@ -127,8 +127,9 @@ def main(argv: list[str]) -> int:
     counts = [int(n) for n in argv[argv.index("--processes") + 1].split(",")] if "--processes" in argv else [1, 2]
     per_situation = "--situations" in argv
     import advisor
+    from advisor.build_info import describe
 
-    print(f"advisor {advisor.__version__}, python {sys.version.split()[0]}, {mp.cpu_count()} CPUs, "
+    print(f"advisor {advisor.__version__} ({describe()}), python {sys.version.split()[0]}, {mp.cpu_count()} CPUs, "
           f"{len(MIX)} situations, {calls} calls per process")
     runs = [("1 process, as is", 1, False)] + [(f"{n} process{'es' if n > 1 else ''}, warm", n, True) for n in counts]
     for label, n, warm in runs:
