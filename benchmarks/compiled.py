@@ -82,6 +82,31 @@ def _child(path: Path, what: str, cwd: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _differing_answers(site: Path, tmp: Path) -> list[str]:
+    """The golden scenarios whose whole result differs between the pure and the compiled build."""
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    pure, compiled = _child(REPO, "answers", tmp), _child(site, "answers", tmp)
+    assert compiled["build"].endswith(suffix) and pure["build"].endswith(".py"), (pure["build"], compiled["build"])
+    differ = [name for name in pure["answers"] if pure["answers"][name] != compiled["answers"].get(name)]
+    total = len(pure["answers"])
+    print(f"golden scenarios: {total}, identical to the last bit: {total - len(differ)}")
+    for name in differ:
+        print(f"  DIFFERS: {name}")
+    return differ
+
+
+def _print_times(site: Path, tmp: Path, rounds: int) -> None:
+    samples: dict[str, dict[str, list[float]]] = {"pure": {}, "compiled": {}}
+    for _ in range(rounds):
+        for label, path in (("pure", REPO), ("compiled", site)):
+            for name, sec in _child(path, "times:15", tmp)["times"].items():
+                samples[label].setdefault(name, []).append(sec)
+    print(f"recommend, warm, CPU ms per call (median of {rounds} interleaved rounds of 15 calls each):")
+    for name in samples["pure"]:
+        p, c = statistics.median(samples["pure"][name]), statistics.median(samples["compiled"][name])
+        print(f"  {name:<34} pure {p * 1e3:8.2f}   compiled {c * 1e3:8.2f}   ({c / p:.2f}x)")
+
+
 def main(argv: list[str]) -> int:
     rounds = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else 3
     with tempfile.TemporaryDirectory() as tmp:
@@ -95,21 +120,8 @@ def main(argv: list[str]) -> int:
         if missing:
             print(f"  not compiled: {', '.join(missing)} (a pure-Python wheel: see the build's warning)")
             return 1
-        pure, compiled = _child(REPO, "answers", tmp), _child(site, "answers", tmp)
-        assert compiled["build"].endswith(suffix) and pure["build"].endswith(".py"), (pure["build"], compiled["build"])
-        differ = [name for name in pure["answers"] if pure["answers"][name] != compiled["answers"].get(name)]
-        print(f"golden scenarios: {len(pure['answers'])}, identical to the last bit: {len(pure['answers']) - len(differ)}")
-        for name in differ:
-            print(f"  DIFFERS: {name}")
-        samples: dict[str, dict[str, list[float]]] = {"pure": {}, "compiled": {}}
-        for _ in range(rounds):
-            for label, path in (("pure", REPO), ("compiled", site)):
-                for name, sec in _child(path, "times:15", tmp)["times"].items():
-                    samples[label].setdefault(name, []).append(sec)
-        print(f"recommend, warm, CPU ms per call (median of {rounds} interleaved rounds of 15 calls each):")
-        for name in samples["pure"]:
-            p, c = statistics.median(samples["pure"][name]), statistics.median(samples["compiled"][name])
-            print(f"  {name:<34} pure {p * 1e3:8.2f}   compiled {c * 1e3:8.2f}   ({c / p:.2f}x)")
+        differ = _differing_answers(site, tmp)
+        _print_times(site, tmp, rounds)
         return 1 if differ else 0
 
 
