@@ -11,7 +11,7 @@ import sysconfig
 from pathlib import Path
 
 #: The modules compiled, as paths in the repository: the cost model's terms, the planner's search,
-#: the rule evaluators and the facts the search screens with. None defines a pydantic model
+#: the Python rule evaluator and the facts the search screens with. None defines a pydantic model
 #: (pydantic reads annotations at run time; tests/test_build_info.py checks it).
 COMPILED = (
     "advisor/costmodel/activations.py", "advisor/costmodel/adapters.py", "advisor/costmodel/comm.py",
