@@ -8,8 +8,9 @@ unpacked wheel and one this checkout's pure-Python source:
 1. every golden scenario (tests/golden/regenerate.py's list), its whole result as JSON with every
    float in full: the two must be equal byte for byte (exit 1 otherwise, naming the scenarios);
 2. recommend for benchmarks/perf.py's scenarios and Mixtral-8x7B on 64 H100 at 32k (service.py's
-   slowest), warm, CPU time per call: the median over interleaved rounds (pure, compiled, pure, ...),
-   as this VM's speed drifts by up to 1.7x within minutes.
+   slowest), warm, CPU time per call: the median over rounds that run the two builds in turn, the
+   first alternating (pure, compiled; compiled, pure; ...), as this VM's speed drifts by up to 1.8x
+   within minutes.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from advisor.build_info import COMPILED
+from advisor.build_info import COMPILED, compiled_modules
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -33,14 +34,13 @@ CHILD = r"""
 import hashlib, json, statistics, sys, time
 import advisor, advisor.costmodel.time as t
 what = sys.argv[1]
+sys.path.append(sys.argv[2])
 if what == "answers":
-    sys.path.append(sys.argv[2])
     from golden.regenerate import all_goldens
     out = {name: hashlib.sha256(json.dumps(make(), sort_keys=True, default=str).encode()).hexdigest()
            for name, make in sorted(all_goldens().items())}
     print(json.dumps({"build": t.__file__, "answers": out}))
 else:
-    sys.path.append(sys.argv[2])
     from perf import SCENARIOS
     from advisor import Cluster, Training
     cases = list(SCENARIOS) + [("Mixtral-8x7B on 64 H100 at 32k", Cluster(gpu="H100-SXM-80GB", gpus=64),
@@ -97,11 +97,13 @@ def _differing_answers(site: Path, tmp: Path) -> list[str]:
 
 def _print_times(site: Path, tmp: Path, rounds: int) -> None:
     samples: dict[str, dict[str, list[float]]] = {"pure": {}, "compiled": {}}
-    for _ in range(rounds):
-        for label, path in (("pure", REPO), ("compiled", site)):
+    builds = [("pure", REPO), ("compiled", site)]
+    for r in range(rounds):
+        # the first of a round alternates: the VM's drift within a round then favours neither build
+        for label, path in (builds if r % 2 == 0 else builds[::-1]):
             for name, sec in _child(path, "times:15", tmp)["times"].items():
                 samples[label].setdefault(name, []).append(sec)
-    print(f"recommend, warm, CPU ms per call (median of {rounds} interleaved rounds of 15 calls each):")
+    print(f"recommend, warm, CPU ms per call (median of {rounds} rounds of 15 calls each, the builds in turn):")
     for name in samples["pure"]:
         p, c = statistics.median(samples["pure"][name]), statistics.median(samples["compiled"][name])
         print(f"  {name:<34} pure {p * 1e3:8.2f}   compiled {c * 1e3:8.2f}   ({c / p:.2f}x)")
@@ -114,11 +116,10 @@ def main(argv: list[str]) -> int:
         wheel = _wheel(tmp / "dist", isolated="--no-isolation" not in argv)
         site = tmp / "site"
         zipfile.ZipFile(wheel).extractall(site)
-        suffix = sysconfig.get_config_var("EXT_SUFFIX")
-        missing = [rel for rel in COMPILED if not (site / (rel[:-3] + suffix)).is_file()]
-        print(f"wheel {wheel.name}: {len(COMPILED) - len(missing)} of {len(COMPILED)} modules compiled")
-        if missing:
-            print(f"  not compiled: {', '.join(missing)} (a pure-Python wheel: see the build's warning)")
+        built = compiled_modules(site)
+        print(f"wheel {wheel.name}: {len(built)} of {len(COMPILED)} modules compiled")
+        if len(built) < len(COMPILED):
+            print("  not all compiled (a pure-Python wheel or a partial one: see the build's warning)")
             return 1
         differ = _differing_answers(site, tmp)
         _print_times(site, tmp, rounds)
