@@ -18,20 +18,19 @@ import importlib.util
 import os
 import shutil
 import sys
-import sysconfig
 import tempfile
 from pathlib import Path
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 
-def _compiled_list(root: Path) -> tuple[str, ...]:
-    """advisor/build_info.py's COMPILED, read without importing advisor (its dependencies are not
-    installed where the wheel is built)."""
+def _build_info(root: Path):
+    """advisor/build_info.py (COMPILED, extension_path), loaded without importing advisor (its
+    dependencies are not installed where the wheel is built)."""
     spec = importlib.util.spec_from_file_location("_advisor_build_info", root / "advisor" / "build_info.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.COMPILED
+    return module
 
 
 #: -O1: as fast as -O2 here and half its compile time; -O0 ran slower than pure Python (dev VM,
@@ -73,7 +72,8 @@ def _compile(root: Path, tmp: Path) -> dict[str, Path]:
     from setuptools.command.build_ext import build_ext
 
     flags = [] if sys.platform == "win32" else list(CFLAGS)
-    compiled = _compiled_list(root)
+    info = _build_info(root)
+    compiled = info.COMPILED
     sources = []
     for rel in compiled:
         copy = tmp / "src" / rel          # compiled from a copy: no generated file lands in the tree
@@ -86,10 +86,9 @@ def _compile(root: Path, tmp: Path) -> dict[str, Path]:
     command.parallel = os.cpu_count() or 1
     command.ensure_finalized()
     command.run()
-    suffix = sysconfig.get_config_var("EXT_SUFFIX")
     built = {}
     for rel in compiled:
-        wheel_path = rel[:-3] + suffix
+        wheel_path = info.extension_path(rel)
         file = tmp / "lib" / wheel_path
         if not file.is_file():
             raise FileNotFoundError(f"no extension built for {rel}")

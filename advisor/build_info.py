@@ -27,12 +27,17 @@ COMPILED = (
 )
 
 
+def extension_path(rel: str) -> str:
+    """Where the compiled extension of module `rel` (a COMPILED path) lies, relative to the same
+    root: its .py with this interpreter's extension suffix ("advisor/facts.cpython-311-x86_64-linux-gnu.so")."""
+    return rel[:-3] + (sysconfig.get_config_var("EXT_SUFFIX") or ".so")
+
+
 def compiled_modules(root: Path | None = None) -> tuple[str, ...]:
     """The COMPILED modules this install (or the tree at `root`) has as extension modules, as
     dotted names; () when pure Python."""
     root = Path(__file__).resolve().parent.parent if root is None else root
-    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    return tuple(rel[:-3].replace("/", ".") for rel in COMPILED if (root / (rel[:-3] + suffix)).is_file())
+    return tuple(rel[:-3].replace("/", ".") for rel in COMPILED if (root / extension_path(rel)).is_file())
 
 
 def describe() -> str:

@@ -102,4 +102,4 @@ def test_a_compiled_build_adds_the_extensions_and_tags_the_wheel_for_its_platfor
 
 
 def test_the_hook_reads_the_list_from_build_info():
-    assert hatch_build._compiled_list(REPO) == COMPILED
+    assert hatch_build._build_info(REPO).COMPILED == COMPILED
